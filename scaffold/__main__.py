@@ -1,0 +1,3 @@
+from scaffold.cli import main
+
+main()

@@ -1,0 +1,92 @@
+"""The ``kscaffold`` command line: each command parses its options and makes one library call."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+
+from scaffold.create import EXAMPLES, ProjectSpec, create_project
+from scaffold.errors import KscaffoldError
+from scaffold.names import KNOWN_LICENSES, SUPPORTED_BACKENDS
+
+app = typer.Typer(
+    name="kscaffold",
+    help="Create, build, check and publish Hugging Face kernel-builder projects.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+error_console = Console(stderr=True, soft_wrap=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: Set this variable to see the traceback behind an error message.
+DEBUG_VARIABLE = "KSCAFFOLD_DEBUG"
+
+
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn a KscaffoldError into one red line on stderr and the error's exit status."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except KscaffoldError as error:
+            if os.environ.get(DEBUG_VARIABLE):
+                raise
+            error_console.print(f"[bold red]Error:[/] {error}", markup=True, highlight=False)
+            raise typer.Exit(error.exit_code) from None
+
+    return wrapper
+
+
+@app.callback()
+def root() -> None:
+    """Create, build, check and publish Hugging Face kernel-builder projects."""
+
+
+@app.command()
+@reports_errors
+def new(
+    name: Annotated[str, typer.Argument(help="Kernel name on the Hub, e.g. my-kernel.")],
+    dest: Annotated[
+        Path | None, typer.Option(help="Folder to create (default: ./NAME).")
+    ] = None,
+    backends: Annotated[
+        str, typer.Option(help=f"Comma-separated backends: {', '.join(SUPPORTED_BACKENDS)}.")
+    ] = "cuda",
+    example: Annotated[
+        str | None, typer.Option(help=f"Start from a worked example: {', '.join(EXAMPLES)}.")
+    ] = None,
+    owner: Annotated[
+        str | None, typer.Option(help="Hub user or organisation that will publish the kernel.")
+    ] = None,
+    license: Annotated[
+        str, typer.Option(help=f"License id ({', '.join(KNOWN_LICENSES[:4])}, ...).")
+    ] = "apache-2.0",
+    version: Annotated[int, typer.Option(help="Major version of the kernel's API.")] = 1,
+    git: Annotated[bool, typer.Option(help="git init and commit the new project.")] = True,
+    force: Annotated[
+        bool, typer.Option(help="Write into an existing non-empty folder.")
+    ] = False,
+) -> None:
+    """Create a new kernel project from kscaffold's template."""
+    spec = ProjectSpec.parse(
+        name, backends=backends, example=example, owner=owner, license=license, version=version
+    )
+    project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
+    console.print(f"Created [bold]{spec.name}[/] in {project}")
+    console.print(f"Next: cd {project} && kscaffold build && python -m pytest tests")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

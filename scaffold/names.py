@@ -1,0 +1,107 @@
+"""Names validated once, up front, into small value objects that mirror the Hub's rules."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scaffold.errors import InvalidNameError, InvalidOptionError
+
+#: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json).
+KERNEL_NAME_PATTERN = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
+_REPO_OWNER_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
+
+#: Backends kscaffold can generate, build and test, in their canonical order.
+SUPPORTED_BACKENDS: tuple[str, ...] = ("cuda", "cpu")
+
+#: License identifiers of the Hub's model-card metadata that a kernel is commonly released under.
+KNOWN_LICENSES: tuple[str, ...] = (
+    "apache-2.0",
+    "mit",
+    "bsd-2-clause",
+    "bsd-3-clause",
+    "bsl-1.0",
+    "mpl-2.0",
+    "lgpl-2.1",
+    "lgpl-3.0",
+    "gpl-2.0",
+    "gpl-3.0",
+    "agpl-3.0",
+    "cc-by-4.0",
+    "cc-by-sa-4.0",
+    "cc-by-nc-4.0",
+    "unlicense",
+    "other",
+)
+
+
+def suggest_kernel_name(raw: str) -> str | None:
+    """Turn a near-miss such as ``My_Kernel`` into a valid name (``my-kernel``), if one exists."""
+    candidate = re.sub(r"[^a-z0-9]+", "-", raw.strip().lower()).strip("-")
+    candidate = re.sub(r"^[^a-z]+", "", candidate)
+    return candidate if KERNEL_NAME_PATTERN.match(candidate) else None
+
+
+@dataclass(frozen=True)
+class KernelName:
+    """A kernel's Hub name and the identifiers derived from it."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not KERNEL_NAME_PATTERN.match(self.name):
+            rule = "lowercase letters, digits and '-', starting with a letter and not ending with '-'"
+            suggestion = suggest_kernel_name(self.name)
+            hint = f"; try '{suggestion}'" if suggestion and suggestion != self.name else ""
+            raise InvalidNameError(f"Invalid kernel name '{self.name}': use {rule}{hint}.")
+
+    @property
+    def python_name(self) -> str:
+        """The import name: the kernel name with ``-`` replaced by ``_``."""
+        return self.name.replace("-", "_")
+
+    @property
+    def class_name(self) -> str:
+        """A CamelCase name for generated classes (``my-kernel`` → ``MyKernel``)."""
+        return "".join(part.capitalize() for part in self.name.split("-"))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def parse_repo_owner(owner: str) -> str:
+    """Validate a Hub user or organisation name."""
+    if not _REPO_OWNER_PATTERN.match(owner) or ".." in owner or "--" in owner:
+        raise InvalidNameError(
+            f"Invalid Hub owner '{owner}': use letters, digits, '-', '_' or '.', "
+            "as in 'my-org' (the part before '/' in 'my-org/my-kernel')."
+        )
+    return owner
+
+
+def parse_backends(values: list[str] | str) -> tuple[str, ...]:
+    """Parse ``cuda,cpu`` (or a list of such strings) into a canonical, de-duplicated tuple."""
+    items = [values] if isinstance(values, str) else list(values)
+    requested = {part.strip().lower() for item in items for part in item.split(",") if part.strip()}
+    if not requested:
+        raise InvalidOptionError(
+            f"No backend given: choose one or more of {', '.join(SUPPORTED_BACKENDS)}."
+        )
+    unknown = sorted(requested - set(SUPPORTED_BACKENDS))
+    if unknown:
+        raise InvalidOptionError(
+            f"Unsupported backend {', '.join(repr(u) for u in unknown)}: "
+            f"supported backends are {', '.join(SUPPORTED_BACKENDS)}."
+        )
+    return tuple(b for b in SUPPORTED_BACKENDS if b in requested)
+
+
+def parse_license(value: str) -> str:
+    """Validate a license id against the Hub identifiers kscaffold knows."""
+    license_id = value.strip().lower()
+    if license_id not in KNOWN_LICENSES:
+        raise InvalidOptionError(
+            f"Unknown license '{value}': use a Hub license id such as {', '.join(KNOWN_LICENSES[:4])} "
+            f"(all: {', '.join(KNOWN_LICENSES)})."
+        )
+    return license_id

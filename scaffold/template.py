@@ -1,0 +1,57 @@
+"""Where the copier template lives and how to render it.
+
+The template ships inside the wheel as ``scaffold/_template``; in a source checkout it is the
+top-level ``template/`` folder. Rendering always goes into a fresh folder, so callers can check
+the result before anything reaches the user's destination.
+"""
+
+from __future__ import annotations
+
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from scaffold.errors import KscaffoldError
+
+ANSWERS_FILE = ".copier-answers.yml"
+
+
+def template_dir() -> Path:
+    """The copier template kscaffold renders (wheel copy first, then the source checkout)."""
+    package_dir = Path(__file__).resolve().parent
+    for candidate in (package_dir / "_template", package_dir.parent / "template"):
+        if (candidate / "copier.yml").is_file():
+            return candidate
+    raise KscaffoldError(
+        f"kscaffold's project template is missing (looked in {package_dir / '_template'} and "
+        f"{package_dir.parent / 'template'}): reinstall kscaffold."
+    )
+
+
+def kscaffold_version() -> str:
+    """The installed kscaffold version, recorded in every project's answers file."""
+    try:
+        return metadata.version("kscaffold")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def render(answers: dict[str, Any], destination: Path) -> None:
+    """Render the template with ``answers`` into ``destination`` (an empty or new folder)."""
+    import copier  # imported here: building and cleaning never need copier
+
+    data = {**answers, "kscaffold_version": kscaffold_version()}
+    with warnings.catch_warnings():
+        # The template is a plain folder, never a git checkout: copier's VCS warnings don't apply.
+        warnings.simplefilter("ignore")
+        copier.run_copy(
+            str(template_dir()),
+            destination,
+            data=data,
+            defaults=True,
+            overwrite=True,
+            quiet=True,
+            unsafe=False,
+            skip_tasks=True,
+        )

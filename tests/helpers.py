@@ -1,0 +1,33 @@
+"""Shared test helpers: tree snapshots and subprocesses whose output ends up in assertions."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES_DIR = REPO_ROOT / "examples"
+
+
+def snapshot(root: Path, *, exclude: Sequence[str] = (".git",)) -> dict[str, bytes]:
+    """Every file under ``root`` (relative POSIX path → bytes), skipping the ``exclude`` folders."""
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if relative.parts[0] in exclude or not path.is_file():
+            continue
+        files[relative.as_posix()] = path.read_bytes()
+    return files
+
+
+def run(args: Sequence[str | Path], cwd: Path | None = None, **kwargs: object) -> str:
+    """Run a command, failing the test with its full output if it exits non-zero."""
+    result = subprocess.run(
+        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, check=False, **kwargs  # type: ignore[call-overload]
+    )
+    assert result.returncode == 0, (
+        f"{' '.join(map(str, args))} exited {result.returncode}\n"
+        f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+    )
+    return str(result.stdout)
