@@ -13,6 +13,7 @@ from rich.console import Console
 
 from scaffold.create import EXAMPLES, ProjectSpec, create_project
 from scaffold.errors import KscaffoldError
+from scaffold.evolve import EvolveReport, add_backend, update_project
 from scaffold.names import KNOWN_LICENSES, SUPPORTED_BACKENDS
 
 app = typer.Typer(
@@ -57,9 +58,7 @@ def root() -> None:
 @reports_errors
 def new(
     name: Annotated[str, typer.Argument(help="Kernel name on the Hub, e.g. my-kernel.")],
-    dest: Annotated[
-        Path | None, typer.Option(help="Folder to create (default: ./NAME).")
-    ] = None,
+    dest: Annotated[Path | None, typer.Option(help="Folder to create (default: ./NAME).")] = None,
     backends: Annotated[
         str, typer.Option(help=f"Comma-separated backends: {', '.join(SUPPORTED_BACKENDS)}.")
     ] = "cuda",
@@ -74,9 +73,7 @@ def new(
     ] = "apache-2.0",
     version: Annotated[int, typer.Option(help="Major version of the kernel's API.")] = 1,
     git: Annotated[bool, typer.Option(help="git init and commit the new project.")] = True,
-    force: Annotated[
-        bool, typer.Option(help="Write into an existing non-empty folder.")
-    ] = False,
+    force: Annotated[bool, typer.Option(help="Write into an existing non-empty folder.")] = False,
 ) -> None:
     """Create a new kernel project from kscaffold's template."""
     spec = ProjectSpec.parse(
@@ -85,6 +82,53 @@ def new(
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(f"Created [bold]{spec.name}[/] in {project}")
     console.print(f"Next: cd {project} && kscaffold build && python -m pytest tests")
+
+
+ProjectPath = Annotated[
+    Path, typer.Argument(help="The kernel project (default: the current folder).")
+]
+ConflictMarkers = Annotated[
+    bool,
+    typer.Option(
+        "--conflict-markers",
+        help="On a conflict, write <<<<<<< markers into the files instead of stopping.",
+    ),
+]
+
+
+def _print_evolve_report(report: EvolveReport) -> None:
+    for path in report.written:
+        console.print(f"  updated  {path}")
+    for path in report.deleted:
+        console.print(f"  removed  {path}")
+    for path in report.kept:
+        console.print(f"  kept     {path} (you changed it; the template no longer has it)")
+    if report.conflicts:
+        error_console.print("[bold yellow]Conflicts[/] (markers written; resolve, then commit):")
+        for conflict in report.conflicts:
+            error_console.print(f"  {conflict.describe()}")
+
+
+@app.command("add-backend")
+@reports_errors
+def add_backend_command(
+    backend: Annotated[str, typer.Argument(help=f"One of {', '.join(SUPPORTED_BACKENDS)}.")],
+    path: ProjectPath = Path("."),
+    conflict_markers: ConflictMarkers = False,
+) -> None:
+    """Add a backend to a project, keeping every edit you made."""
+    report = add_backend(path, backend, markers=conflict_markers)
+    _print_evolve_report(report)
+    console.print(f"Added the {backend} backend. Next: kscaffold build && python -m pytest tests")
+
+
+@app.command()
+@reports_errors
+def update(path: ProjectPath = Path("."), conflict_markers: ConflictMarkers = False) -> None:
+    """Merge the installed kscaffold's template changes into a project."""
+    report = update_project(path, markers=conflict_markers)
+    _print_evolve_report(report)
+    console.print("Updated." if report.written or report.deleted else "Already up to date.")
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from scaffold import gitutil
 from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
+from scaffold.evolve import BASELINE_REF
 from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
 from scaffold.template import render
 
@@ -48,7 +49,9 @@ class ProjectSpec:
                 f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
             )
         if version < 1:
-            raise InvalidOptionError(f"Invalid version {version}: use a positive integer such as 1.")
+            raise InvalidOptionError(
+                f"Invalid version {version}: use a positive integer such as 1."
+            )
         return cls(
             name=KernelName(name),
             backends=parse_backends(list(backends) if not isinstance(backends, str) else backends),
@@ -157,6 +160,8 @@ def create_project(
             _copy_into(rendered, destination)
         if git and not gitutil.is_inside_work_tree(destination):
             gitutil.init_and_commit(destination, f"Create {spec.name} with kscaffold")
+            # The first commit is the pristine rendering: keep it as the baseline for merges.
+            gitutil.run_git(destination, "update-ref", BASELINE_REF, "HEAD")
     except BaseException:
         if owns_destination and destination.exists():
             _remove_created(destination, keep_folder=not created_dest, stop_at=existing_parent)

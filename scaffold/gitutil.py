@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import subprocess
+import tarfile
+import tempfile
 from pathlib import Path
 
 from scaffold.errors import KscaffoldError
@@ -20,9 +24,7 @@ def run_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedP
     """Run ``git args`` in ``repo``; raise a KscaffoldError carrying git's output on failure."""
     if not git_available():
         raise KscaffoldError("git is not installed: install git, or pass --no-git.")
-    result = subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=False
-    )
+    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
         output = (result.stderr or result.stdout).strip()
         raise KscaffoldError(f"`git {' '.join(args)}` failed in {repo}: {output}")
@@ -46,3 +48,57 @@ def init_and_commit(repo: Path, message: str) -> None:
     run_git(repo, "init", "--quiet")
     run_git(repo, "add", "--all")
     run_git(repo, *_identity_args(repo), "commit", "--quiet", "--no-verify", "-m", message)
+
+
+def has_uncommitted_changes(repo: Path) -> bool:
+    return bool(run_git(repo, "status", "--porcelain").stdout.strip())
+
+
+def read_ref_files(repo: Path, ref: str) -> dict[str, bytes] | None:
+    """Every file of the commit ``ref`` points to, or None when the ref does not exist."""
+    if run_git(
+        repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False
+    ).returncode:
+        return None
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", ref], cwd=repo, capture_output=True, check=False
+    )
+    if archive.returncode != 0:
+        raise KscaffoldError(f"`git archive {ref}` failed in {repo}: {archive.stderr.decode()}")
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        for member in tar.getmembers():
+            extracted = tar.extractfile(member) if member.isfile() else None
+            if extracted is not None:
+                files[member.name] = extracted.read()
+    return files
+
+
+def write_ref_files(repo: Path, ref: str, files: dict[str, bytes], message: str) -> None:
+    """Commit ``files`` as a tree of their own onto ``ref``, leaving index and work tree alone."""
+    with tempfile.TemporaryDirectory(prefix="kscaffold-ref-") as scratch:
+        tree_dir = Path(scratch) / "tree"
+        for relative, data in files.items():
+            path = tree_dir / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        git_dir = run_git(repo, "rev-parse", "--absolute-git-dir").stdout.strip()
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        common = ["git", f"--git-dir={git_dir}", f"--work-tree={tree_dir}"]
+
+        def plumbing(*args: str) -> str:
+            result = subprocess.run(
+                [*common, *args], cwd=tree_dir, env=env, capture_output=True, text=True, check=False
+            )
+            if result.returncode != 0:
+                raise KscaffoldError(f"`git {' '.join(args)}` failed: {result.stderr.strip()}")
+            return result.stdout.strip()
+
+        plumbing("add", "--all", "--force", ".")
+        tree = plumbing("write-tree")
+        parent = run_git(repo, "rev-parse", "--verify", "--quiet", ref, check=False).stdout.strip()
+        identity = _identity_args(repo)
+        commit = plumbing(
+            *identity, "commit-tree", tree, *(["-p", parent] if parent else []), "-m", message
+        )
+        run_git(repo, "update-ref", ref, commit)

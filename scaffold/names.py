@@ -50,7 +50,9 @@ class KernelName:
 
     def __post_init__(self) -> None:
         if not KERNEL_NAME_PATTERN.match(self.name):
-            rule = "lowercase letters, digits and '-', starting with a letter and not ending with '-'"
+            rule = (
+                "lowercase letters, digits and '-', starting with a letter and not ending with '-'"
+            )
             suggestion = suggest_kernel_name(self.name)
             hint = f"; try '{suggestion}'" if suggestion and suggestion != self.name else ""
             raise InvalidNameError(f"Invalid kernel name '{self.name}': use {rule}{hint}.")
@@ -101,7 +103,7 @@ def parse_license(value: str) -> str:
     license_id = value.strip().lower()
     if license_id not in KNOWN_LICENSES:
         raise InvalidOptionError(
-            f"Unknown license '{value}': use a Hub license id such as {', '.join(KNOWN_LICENSES[:4])} "
-            f"(all: {', '.join(KNOWN_LICENSES)})."
+            f"Unknown license '{value}': use a Hub license id "
+            f"({', '.join(KNOWN_LICENSES)})."
         )
     return license_id

@@ -7,6 +7,7 @@ the result before anything reaches the user's destination.
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -55,3 +56,15 @@ def render(answers: dict[str, Any], destination: Path) -> None:
             unsafe=False,
             skip_tasks=True,
         )
+
+
+def render_files(answers: dict[str, Any]) -> dict[str, bytes]:
+    """Render the template with ``answers`` and return its files (relative POSIX path → bytes)."""
+    with tempfile.TemporaryDirectory(prefix="kscaffold-render-") as scratch:
+        destination = Path(scratch) / "project"
+        render(answers, destination)
+        return {
+            path.relative_to(destination).as_posix(): path.read_bytes()
+            for path in sorted(destination.rglob("*"))
+            if path.is_file()
+        }

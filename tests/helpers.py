@@ -24,7 +24,12 @@ def snapshot(root: Path, *, exclude: Sequence[str] = (".git",)) -> dict[str, byt
 def run(args: Sequence[str | Path], cwd: Path | None = None, **kwargs: object) -> str:
     """Run a command, failing the test with its full output if it exits non-zero."""
     result = subprocess.run(
-        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, check=False, **kwargs  # type: ignore[call-overload]
+        [str(a) for a in args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        **kwargs,  # type: ignore[call-overload]
     )
     assert result.returncode == 0, (
         f"{' '.join(map(str, args))} exited {result.returncode}\n"

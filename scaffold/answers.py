@@ -1,0 +1,52 @@
+"""The answers file a kscaffold project carries, and how to recognise such a project."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scaffold.errors import NotAProjectError
+from scaffold.template import ANSWERS_FILE
+
+
+@dataclass(frozen=True)
+class ProjectAnswers:
+    """The answers a project was rendered with, and the kscaffold version that rendered it."""
+
+    values: dict[str, Any]
+    kscaffold_version: str
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return tuple(self.values.get("backends", ()))
+
+    def with_values(self, **changes: Any) -> ProjectAnswers:
+        return ProjectAnswers({**self.values, **changes}, self.kscaffold_version)
+
+
+def load_answers(project: Path) -> ProjectAnswers:
+    """Read the answers file; say what is missing when ``project`` is no kscaffold project."""
+    if not project.is_dir():
+        raise NotAProjectError(f"{project} is not a folder.")
+    missing = [name for name in ("build.toml", ANSWERS_FILE) if not (project / name).is_file()]
+    if missing:
+        raise NotAProjectError(
+            f"{project} is not a kscaffold project: {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} missing (create one with `kscaffold new`)."
+        )
+    try:
+        data = yaml.safe_load((project / ANSWERS_FILE).read_text())
+    except yaml.YAMLError as error:
+        raise NotAProjectError(f"{project / ANSWERS_FILE} is not valid YAML: {error}") from error
+    required = ("name", "backends", "example")
+    if not isinstance(data, dict) or any(key not in data for key in required):
+        raise NotAProjectError(
+            f"{project / ANSWERS_FILE} lacks kscaffold's answers ({', '.join(required)}): "
+            "it was not written by kscaffold."
+        )
+    version = str(data.pop("_kscaffold_version", "0"))
+    values = {key: value for key, value in data.items() if not key.startswith("_")}
+    return ProjectAnswers(values, version)

@@ -1,0 +1,111 @@
+"""Grow or upgrade an existing project: ``kscaffold add-backend`` and ``kscaffold update``.
+
+Design: a template change is merged as a diff between two renderings, never by re-rendering over
+the user's files. The *before* rendering is the project's baseline: the pristine rendering kscaffold
+last wrote, kept as a commit on the git ref ``refs/kscaffold/template`` (outside every branch, so it
+never shows up in the user's history or work tree). Where that ref is missing (a project made with
+``--no-git`` or freshly cloned), the baseline is re-rendered from the recorded answers, which is
+exact when the installed kscaffold is the version that made the project. The *after* rendering is
+the current template with the new answers. :mod:`scaffold.merge` carries the difference into the
+user's files, and the *after* rendering becomes the new baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scaffold import gitutil
+from scaffold.answers import ProjectAnswers, load_answers
+from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
+from scaffold.merge import Conflict, plan_merge
+from scaffold.names import SUPPORTED_BACKENDS
+from scaffold.template import kscaffold_version, render_files
+
+BASELINE_REF = "refs/kscaffold/template"
+
+
+@dataclass
+class EvolveReport:
+    """What an add-backend or update did to the project."""
+
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+def record_baseline(project: Path, files: dict[str, bytes], message: str) -> None:
+    """Keep ``files`` as the project's pristine rendering (only in git projects)."""
+    if gitutil.is_inside_work_tree(project):
+        gitutil.write_ref_files(project, BASELINE_REF, files, message)
+
+
+def _baseline(project: Path, answers: ProjectAnswers, in_git: bool) -> dict[str, bytes]:
+    if in_git:
+        stored = gitutil.read_ref_files(project, BASELINE_REF)
+        if stored is not None:
+            return stored
+    if answers.kscaffold_version == kscaffold_version():
+        return render_files(answers.values)
+    raise KscaffoldError(
+        f"{project} was made by kscaffold {answers.kscaffold_version} and has no stored baseline "
+        f"({BASELINE_REF}): install kscaffold {answers.kscaffold_version} to add a backend, "
+        "or re-create the project with the current kscaffold."
+    )
+
+
+def _evolve(
+    project: Path, answers: ProjectAnswers, new_values: ProjectAnswers, *, markers: bool, what: str
+) -> EvolveReport:
+    in_git = gitutil.is_inside_work_tree(project)
+    if in_git and gitutil.has_uncommitted_changes(project):
+        raise DirtyTreeError(
+            f"{project} has uncommitted changes: commit or stash them first, so that the merge "
+            "can be reviewed and undone with git."
+        )
+    before = _baseline(project, answers, in_git)
+    after = render_files(new_values.values)
+    plan = plan_merge(project, before, after)
+    if plan.conflicts and not markers:
+        listing = "; ".join(conflict.describe() for conflict in plan.conflicts)
+        raise MergeConflictError(
+            f"{what} stopped, nothing was changed: {listing}. Resolve by hand, or run again with "
+            "--conflict-markers to write standard <<<<<<< markers into those files."
+        )
+    plan.apply(project, markers=markers)
+    record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}")
+    return EvolveReport(
+        written=sorted(plan.writes) + sorted(plan.marked if markers else {}),
+        deleted=plan.deletes,
+        kept=plan.kept,
+        conflicts=plan.conflicts,
+    )
+
+
+def add_backend(project: Path, backend: str, *, markers: bool = False) -> EvolveReport:
+    """Add ``backend`` to the project the way the template would have generated it."""
+    if backend not in SUPPORTED_BACKENDS:
+        raise InvalidOptionError(
+            f"Unsupported backend '{backend}': supported backends are "
+            f"{', '.join(SUPPORTED_BACKENDS)}."
+        )
+    project = project.resolve()
+    answers = load_answers(project)
+    if backend in answers.backends:
+        raise InvalidOptionError(f"{project.name} already has the {backend} backend.")
+    backends = [b for b in SUPPORTED_BACKENDS if b in (*answers.backends, backend)]
+    return _evolve(
+        project,
+        answers,
+        answers.with_values(backends=backends),
+        markers=markers,
+        what=f"add the {backend} backend",
+    )
+
+
+def update_project(project: Path, *, markers: bool = False) -> EvolveReport:
+    """Re-render the project with the installed template and merge the change in."""
+    project = project.resolve()
+    answers = load_answers(project)
+    return _evolve(project, answers, answers, markers=markers, what="update the template")

@@ -1,0 +1,208 @@
+"""Three-way merges of template changes into a user's project.
+
+A template change is a pair of renderings, *before* and *after* (for example without and with a
+CPU backend). Each file of the user's project is merged with the change: untouched files take
+the new template text, edited files get the template's change applied onto the user's version
+(``git merge-file``), and ``build.toml`` is merged key by key so that comments and extra keys
+survive. A change that touches lines the user also changed is a conflict, reported by file and
+line, never resolved by overwriting.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import Table
+
+from scaffold.errors import KscaffoldError
+
+#: Files merged as TOML documents rather than as text.
+TOML_FILES = frozenset({"build.toml"})
+_MARKER_START = "<<<<<<< "
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Lines of one file where the template's change meets a change of the user's."""
+
+    path: str
+    lines: tuple[int, ...]
+    detail: str = ""
+
+    def describe(self) -> str:
+        where = f" (lines {', '.join(map(str, self.lines))})" if self.lines else ""
+        return f"{self.path}{where}{': ' + self.detail if self.detail else ''}"
+
+
+@dataclass
+class MergePlan:
+    """What merging a template change into a project would do, computed before writing."""
+
+    writes: dict[str, bytes] = field(default_factory=dict)
+    deletes: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    #: Conflicted files rendered with standard conflict markers, for ``apply(markers=True)``.
+    marked: dict[str, bytes] = field(default_factory=dict)
+    kept: list[str] = field(default_factory=list)
+
+    def apply(self, project: Path, *, markers: bool = False) -> None:
+        """Write the plan into ``project`` (conflicted files only when ``markers`` is set)."""
+        contents = dict(self.writes)
+        if markers:
+            contents.update(self.marked)
+        for relative, data in contents.items():
+            target = project / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temporary = target.with_name(f".{target.name}.kscaffold-tmp")
+            temporary.write_bytes(data)
+            if target.exists():
+                os.chmod(temporary, target.stat().st_mode)
+            temporary.replace(target)
+        for relative in self.deletes:
+            (project / relative).unlink(missing_ok=True)
+
+
+def _merge_text(
+    path: str, user: bytes, before: bytes, after: bytes
+) -> tuple[bytes, Conflict | None]:
+    with tempfile.TemporaryDirectory(prefix="kscaffold-merge-") as scratch:
+        files = []
+        for label, data in (("user", user), ("before", before), ("after", after)):
+            file = Path(scratch) / label
+            file.write_bytes(data)
+            files.append(str(file))
+        result = subprocess.run(
+            [
+                "git",
+                "merge-file",
+                "-p",
+                "-L",
+                f"{path} (yours)",
+                "-L",
+                f"{path} (template before)",
+                "-L",
+                f"{path} (template after)",
+                *files,
+            ],
+            capture_output=True,
+            check=False,
+        )
+    if result.returncode < 0 or result.returncode > 127:
+        raise KscaffoldError(f"git merge-file failed on {path}: {result.stderr.decode().strip()}")
+    if result.returncode == 0:
+        return result.stdout, None
+    lines = tuple(
+        number
+        for number, line in enumerate(result.stdout.decode(errors="replace").splitlines(), start=1)
+        if line.startswith(_MARKER_START)
+    )
+    return result.stdout, Conflict(path, lines, "your edits and the template's change overlap")
+
+
+def _plain(value: Any) -> Any:
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _merge_toml_tables(
+    path: str, dotted: str, user: Table | Any, before: Any, after: Any, conflicts: list[Conflict]
+) -> None:
+    """Apply the before→after change of one TOML table onto the user's table, key by key."""
+    for key in list(after.keys()):
+        where = f"{dotted}.{key}" if dotted else key
+        new = after[key]
+        if key not in before:
+            if key not in user:
+                user[key] = new
+            elif _plain(user[key]) != _plain(new):
+                conflicts.append(
+                    Conflict(path, (), f"you added `{where}`, and so does the template")
+                )
+            continue
+        old = before[key]
+        if isinstance(new, dict) and isinstance(old, dict) and isinstance(user.get(key), dict):
+            _merge_toml_tables(path, where, user[key], old, new, conflicts)
+        elif _plain(old) != _plain(new):
+            if key not in user or _plain(user[key]) == _plain(old):
+                user[key] = new
+            elif _plain(user[key]) != _plain(new):
+                conflicts.append(
+                    Conflict(path, (), f"you changed `{where}`, and so does the template")
+                )
+    for key in list(before.keys()):
+        if key not in after and key in user:
+            if _plain(user[key]) == _plain(before[key]):
+                del user[key]
+            else:
+                conflicts.append(
+                    Conflict(path, (), f"the template drops `{key}`, which you changed")
+                )
+
+
+def _merge_toml(
+    path: str, user: bytes, before: bytes, after: bytes
+) -> tuple[bytes, list[Conflict]]:
+    try:
+        user_doc = tomlkit.parse(user.decode())
+        before_doc = tomlkit.parse(before.decode())
+        after_doc = tomlkit.parse(after.decode())
+    except Exception as error:  # tomlkit raises several parse error types
+        raise KscaffoldError(
+            f"{path} is not valid TOML ({error}): fix it, then try again."
+        ) from error
+    conflicts: list[Conflict] = []
+    _merge_toml_tables(path, "", user_doc, before_doc, after_doc, conflicts)
+    return tomlkit.dumps(user_doc).encode(), conflicts
+
+
+def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes]) -> MergePlan:
+    """Plan how to carry the template change ``before`` → ``after`` into ``project``."""
+    plan = MergePlan()
+    for relative in sorted(set(before) | set(after)):
+        old, new = before.get(relative), after.get(relative)
+        target = project / relative
+        mine = target.read_bytes() if target.is_file() else None
+        if old == new:
+            continue  # the template did not change this file: whatever the user has stays
+        if new is None:  # the template dropped the file
+            if mine == old:
+                plan.deletes.append(relative)
+            elif mine is not None:
+                plan.kept.append(relative)
+            continue
+        if mine is None:
+            if old is None:
+                plan.writes[relative] = new
+            else:  # the user deleted a file the template still changes
+                plan.conflicts.append(
+                    Conflict(relative, (), "you deleted this file; the template changes it")
+                )
+            continue
+        if mine in (new, old):
+            if mine == old:
+                plan.writes[relative] = new
+            continue
+        if old is None:
+            plan.conflicts.append(
+                Conflict(relative, (), "you created this file; the template adds its own")
+            )
+            plan.marked[relative] = mine
+            continue
+        if relative in TOML_FILES:
+            merged, toml_conflicts = _merge_toml(relative, mine, old, new)
+            plan.conflicts.extend(toml_conflicts)
+            if not toml_conflicts:
+                plan.writes[relative] = merged
+            continue
+        merged, conflict = _merge_text(relative, mine, old, new)
+        if conflict is None:
+            plan.writes[relative] = merged
+        else:
+            plan.conflicts.append(conflict)
+            plan.marked[relative] = merged
+    return plan
