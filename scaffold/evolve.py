@@ -12,14 +12,19 @@ user's files, and the *after* rendering becomes the new baseline.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomlkit
 
 from scaffold import gitutil
 from scaffold.answers import ProjectAnswers, load_answers
 from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
 from scaffold.merge import Conflict, plan_merge
 from scaffold.names import SUPPORTED_BACKENDS
+from scaffold.schema import OpSchema, find_schemas
+from scaffold.skeleton import render_skeleton, skeleton_path
 from scaffold.template import kscaffold_version, render_files
 
 BASELINE_REF = "refs/kscaffold/template"
@@ -55,8 +60,57 @@ def _baseline(project: Path, answers: ProjectAnswers, in_git: bool) -> dict[str,
     )
 
 
+def _schemas_of(files: dict[str, bytes]) -> list[OpSchema]:
+    with tempfile.TemporaryDirectory(prefix="kscaffold-schemas-") as scratch:
+        for relative, data in files.items():
+            if relative.startswith("torch-ext/"):
+                path = Path(scratch) / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+        return find_schemas(Path(scratch))
+
+
+def _with_skeletons(
+    project: Path, python_name: str, after: dict[str, bytes], backends: set[str]
+) -> dict[str, bytes]:
+    """Fit a rendering to ops the user wrote: skeletons where the template has no implementation.
+
+    For each of ``backends``, the template's implementation is kept only if every op it
+    implements is still declared; the user's own ops get a generated skeleton, listed in that
+    backend's ``[kernel.*]`` table.
+    """
+    user_ops = find_schemas(project)
+    template_names = {op.name for op in _schemas_of(after)}
+    user_names = {op.name for op in user_ops}
+    keep_template = template_names <= user_names
+    pending = [op for op in user_ops if not keep_template or op.name not in template_names]
+    if not pending or not backends:
+        return after
+    adjusted = dict(after)
+    build_toml = tomlkit.parse(adjusted["build.toml"].decode())
+    for backend in sorted(backends):
+        template_sources = [p for p in adjusted if p.startswith(f"csrc/{backend}/")]
+        skeleton = skeleton_path(python_name, backend)
+        adjusted[skeleton] = render_skeleton(python_name, backend, pending).encode()
+        for table in build_toml.get("kernel", {}).values():
+            if table.get("backend") == backend:
+                sources = [] if not keep_template else [str(s) for s in table["src"]]
+                table["src"] = [*sources, skeleton]
+        if not keep_template:
+            for path in template_sources:
+                del adjusted[path]
+    adjusted["build.toml"] = tomlkit.dumps(build_toml).encode()
+    return adjusted
+
+
 def _evolve(
-    project: Path, answers: ProjectAnswers, new_values: ProjectAnswers, *, markers: bool, what: str
+    project: Path,
+    answers: ProjectAnswers,
+    new_values: ProjectAnswers,
+    *,
+    markers: bool,
+    what: str,
+    skeleton_backends: set[str] | None = None,
 ) -> EvolveReport:
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
@@ -65,7 +119,14 @@ def _evolve(
             "can be reviewed and undone with git."
         )
     before = _baseline(project, answers, in_git)
-    after = render_files(new_values.values)
+    python_name = str(answers.values["name"]).replace("-", "_")
+    if skeleton_backends is None:  # keep the skeletons an earlier add-backend wrote
+        skeleton_backends = {
+            b for b in new_values.backends if skeleton_path(python_name, b) in before
+        }
+    after = _with_skeletons(
+        project, python_name, render_files(new_values.values), skeleton_backends
+    )
     plan = plan_merge(project, before, after)
     if plan.conflicts and not markers:
         listing = "; ".join(conflict.describe() for conflict in plan.conflicts)
@@ -101,6 +162,7 @@ def add_backend(project: Path, backend: str, *, markers: bool = False) -> Evolve
         answers.with_values(backends=backends),
         markers=markers,
         what=f"add the {backend} backend",
+        skeleton_backends={backend},
     )
 
 

@@ -205,3 +205,57 @@ def test_update_merges_a_newer_template_into_an_edited_project(
     assert "/result" in ignored and "/my-scratch/" in ignored
     for path, content in edited.items():
         assert (project / path).read_bytes() == content
+
+
+def replace_with_user_op(project: Path) -> None:
+    """Turn a fresh default project into one whose only op the user wrote: scale(x, alpha)."""
+    header = project / "torch-ext" / "torch_binding.h"
+    text = header.read_text()
+    start = text.index("inline void define_my_kernel_ops")
+    header.write_text(
+        text[:start]
+        + "inline void define_my_kernel_ops(torch::Library& ops) {\n"
+        + '  ops.def("scale(Tensor x, float alpha, *, int? chunk=None) -> Tensor");\n'
+        + '  ops.def("scale_(Tensor(a!) x, float alpha) -> ()");\n'
+        + "}\n"
+    )
+    (project / "csrc" / "cuda" / "relu.cu").unlink()
+    (project / "csrc" / "cuda" / "scale.cu").write_text("// my CUDA kernel\n")
+    build_toml = project / "build.toml"
+    build_toml.write_text(
+        build_toml.read_text()
+        .replace('"csrc/cuda/relu.cu"', '"csrc/cuda/scale.cu"')
+        .replace("[kernel.relu_cuda]", "[kernel.scale_cuda]")
+    )
+    commit_all(project, "my own op")
+
+
+def test_add_backend_to_a_user_op_writes_a_skeleton(tmp_path: Path) -> None:
+    import tomllib
+
+    project = create_project(ProjectSpec.parse("my-kernel"), tmp_path / "my-kernel")
+    replace_with_user_op(project)
+
+    add_backend(project, "cpu")
+
+    assert not (project / "csrc" / "cpu" / "relu.cpp").exists()
+    skeleton = (project / "csrc" / "cpu" / "my_kernel_cpu.cpp").read_text()
+    assert "KSCAFFOLD_SKELETON" in skeleton
+    assert (
+        "at::Tensor scale_cpu(const at::Tensor& x, double alpha, std::optional<int64_t> chunk)"
+        in skeleton
+    )
+    assert "void scale__cpu(at::Tensor& x, double alpha)" in skeleton
+    assert 'm.impl("scale", &my_kernel_cpu::scale_cpu);' in skeleton
+    assert "write it in csrc/cpu/my_kernel_cpu.cpp" in skeleton
+    config = tomllib.loads((project / "build.toml").read_text())
+    tables = {t["backend"]: t for t in config["kernel"].values()}
+    assert tables["cpu"]["src"] == ["csrc/cpu/my_kernel_cpu.cpp"]
+    assert tables["cuda"]["src"] == ["csrc/cuda/scale.cu"]
+    assert (project / "csrc" / "cuda" / "scale.cu").read_text() == "// my CUDA kernel\n"
+
+    # A later update keeps the skeleton rather than bringing the template's relu back.
+    commit_all(project, "add cpu")
+    update_project(project)
+    assert not (project / "csrc" / "cpu" / "relu.cpp").exists()
+    assert (project / "csrc" / "cpu" / "my_kernel_cpu.cpp").read_text() == skeleton
