@@ -11,10 +11,13 @@ from typing import Annotated, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
+from scaffold.checks import check_project, has_errors
+from scaffold.clean import clean_project
 from scaffold.create import EXAMPLES, ProjectSpec, create_project
 from scaffold.errors import KscaffoldError
 from scaffold.evolve import EvolveReport, add_backend, update_project
 from scaffold.names import KNOWN_LICENSES, SUPPORTED_BACKENDS
+from scaffold.reports import print_clean_report, print_findings
 
 app = typer.Typer(
     name="kscaffold",
@@ -129,6 +132,78 @@ def update(path: ProjectPath = Path("."), conflict_markers: ConflictMarkers = Fa
     report = update_project(path, markers=conflict_markers)
     _print_evolve_report(report)
     console.print("Updated." if report.written or report.deleted else "Already up to date.")
+
+
+def _parse_archs(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [
+        arch.strip()
+        for arch in value.replace(";", ",").replace(" ", ",").split(",")
+        if arch.strip()
+    ]
+
+
+@app.command()
+@reports_errors
+def build(
+    path: ProjectPath = Path("."),
+    backend: Annotated[
+        str | None, typer.Option(help="Build only this backend (cpu or cuda).")
+    ] = None,
+    cuda_archs: Annotated[
+        str | None,
+        typer.Option(
+            help="CUDA archs to compile, e.g. 8.0,9.0,12.0+PTX (default: the visible GPU's, "
+            "else build.toml's cuda-capabilities, else kernel-builder's list)."
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option(help="Parallel compile jobs (default: ninja's).")
+    ] = None,
+) -> None:
+    """Compile the project without Nix into build/<variant>/, as `kernels` loads it."""
+    from scaffold.build import build_project
+    from scaffold.build_progress import ConsoleBuildReporter
+
+    reporter = ConsoleBuildReporter(console, error_console)
+    try:
+        results = build_project(
+            path, backend=backend, cuda_archs=_parse_archs(cuda_archs), jobs=jobs, reporter=reporter
+        )
+    finally:
+        reporter.close()
+    console.print(
+        f"Built {len(results)} variant(s). Load with kernels.get_local_kernel(Path({str(path)!r}))",
+        soft_wrap=True,
+    )
+
+
+@app.command()
+@reports_errors
+def clean(
+    path: ProjectPath = Path("."),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list what would be removed.")
+    ] = False,
+    all_: Annotated[
+        bool,
+        typer.Option("--all", help="Also remove what kscaffold built in build/ (the release)."),
+    ] = False,
+) -> None:
+    """Remove generated files; never files git tracks or that kscaffold cannot prove it made."""
+    report = clean_project(path, dry_run=dry_run, include_build=all_)
+    print_clean_report(console, report)
+
+
+@app.command()
+@reports_errors
+def check(path: ProjectPath = Path(".")) -> None:
+    """Check that a project is ready to release; exit 1 if anything must be fixed first."""
+    findings = check_project(path)
+    print_findings(console, findings)
+    if has_errors(findings):
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -1,0 +1,13 @@
+"""Build a kernel project into ``build/<variant>/`` without Nix or CMake.
+
+The public entry point is :func:`build_project`; a :class:`BuildReporter` subclass receives its
+progress. The modules beneath hold one concern each: the toolchain found, the variant's name,
+the op namespace's uid, CUDA archs, the compile plan, build.ninja, running ninja, installing the
+variant and the compile database.
+"""
+
+from scaffold.build.api import BuildResult, build_project
+from scaffold.build.archs import ArchPolicy
+from scaffold.build.reporter import BuildReporter
+
+__all__ = ["ArchPolicy", "BuildReporter", "BuildResult", "build_project"]

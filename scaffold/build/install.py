@@ -1,0 +1,101 @@
+"""Assemble ``build/<variant>/`` exactly as the ``kernels`` loader reads it, and swap it in whole.
+
+The folder is staged next to the old one and renamed into place, so a failed or interrupted
+build leaves the previous variant (or none), never a half-written one. Files of earlier builds,
+such as a library named after an older uid, go with the folder they were in.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from scaffold.build.plan import VariantPlan
+from scaffold.build.stubs import ops_py
+from scaffold.buildconfig import BuildConfig
+
+_GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})
+
+
+def variant_metadata(config: BuildConfig, plan: VariantPlan) -> dict[str, object]:
+    """metadata.json: what the loader requires, plus the CUDA archs actually compiled."""
+    backend: dict[str, object] = {"type": plan.backend}
+    if plan.archs:
+        backend["archs"] = [str(arch) for arch in plan.archs]
+    metadata: dict[str, object] = {
+        "name": config.name.name,
+        "id": plan.ops_name,
+        "version": config.version,
+        "license": config.license,
+        "python-depends": list(config.python_depends_for(plan.backend)),
+        "backend": backend,
+    }
+    if config.kernel_depends:
+        metadata["kernel-depends"] = [
+            {"repo-id": dep.repo_id, **_pin(dep.version, dep.revision)}
+            for dep in config.kernel_depends
+        ]
+    return metadata
+
+
+def _pin(version: int | None, revision: str | None) -> dict[str, object]:
+    return {"version": version} if version is not None else {"revision": revision}
+
+
+def python_files(config: BuildConfig) -> list[Path]:
+    """The kernel's Python files (``pyext`` suffixes) under ``torch-ext/<python_name>/``."""
+    suffixes = {f".{ext.lstrip('.')}" for ext in config.torch.pyext}
+    return sorted(
+        path
+        for path in config.python_dir.rglob("*")
+        if path.is_file()
+        and path.suffix in suffixes
+        and "__pycache__" not in path.parts
+        # A stale CMake _ops.py in the sources would name an old namespace; ours replaces it.
+        and path.relative_to(config.python_dir).as_posix() not in _GENERATED_NAMES
+    )
+
+
+def install_variant(config: BuildConfig, plan: VariantPlan) -> list[Path]:
+    """Write ``build/<variant>/`` from the scratch library; returns the files written."""
+    build_dir = config.project / "build"
+    build_dir.mkdir(exist_ok=True)
+    for leftover in build_dir.glob(f".{plan.variant}.*"):
+        shutil.rmtree(leftover, ignore_errors=True)  # staging from an interrupted build
+    staging = Path(tempfile.mkdtemp(prefix=f".{plan.variant}.", dir=build_dir))
+    try:
+        for source in python_files(config):
+            destination = staging / source.relative_to(config.python_dir)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+        (staging / "_ops.py").write_text(ops_py(plan.ops_name), encoding="utf-8")
+        metadata = json.dumps(variant_metadata(config, plan), indent=2) + "\n"
+        (staging / "metadata.json").write_text(metadata, encoding="utf-8")
+        shutil.copy(plan.scratch / plan.so_name, staging / plan.so_name)
+        staging.chmod(0o755)  # mkdtemp makes it private; the variant is meant to be shared
+        target = build_dir / plan.variant
+        _replace_dir(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sorted(path for path in target.rglob("*") if path.is_file())
+
+
+def _replace_dir(staging: Path, target: Path) -> None:
+    # A directory cannot be renamed over a non-empty one, so the old one steps aside first.
+    retired = None
+    if target.exists():
+        retired = staging.with_name(staging.name + ".old")
+        target.rename(retired)
+    staging.rename(target)
+    if retired is not None:
+        shutil.rmtree(retired)
+
+
+def remove_stale_libraries(scratch: Path, keep: str) -> None:
+    """Delete libraries linked under earlier op names; ninja no longer knows about them."""
+    for library in scratch.glob("*.abi3.so"):
+        if library.name != keep:
+            library.unlink()

@@ -1,0 +1,39 @@
+"""Names the ``kernels`` loader matches: the build variant folder and the op namespace."""
+
+from __future__ import annotations
+
+import platform
+import re
+
+from scaffold.build.toolchain import TorchInstall
+from scaffold.errors import ToolchainError
+
+
+def backend_tag(backend: str, torch: TorchInstall) -> str:
+    """``cpu``, or ``cu130`` from torch's CUDA version (not nvcc's: the loader compares torch's)."""
+    if backend == "cpu":
+        return "cpu"
+    if backend == "cuda":
+        match = re.match(r"(\d+)\.(\d+)", torch.cuda or "")
+        if match is None:
+            raise ToolchainError(f"torch {torch.version} is not a CUDA build.")
+        return f"cu{match[1]}{match[2]}"
+    raise ToolchainError(f"kscaffold cannot build the {backend} backend.")
+
+
+def variant_name(
+    torch: TorchInstall, backend: str, *, machine: str | None = None, system: str | None = None
+) -> str:
+    """``torch213-cxx11-cpu-x86_64-linux``: torch minor, C++ ABI (Linux only), backend, CPU, OS."""
+    major, minor = torch.major_minor
+    system = (system or platform.system()).lower()
+    machine = (machine or platform.machine()).lower()
+    if machine == "arm64":
+        machine = "aarch64"
+    abi = ("-cxx11" if torch.cxx11_abi else "-cxx98") if system == "linux" else ""
+    return f"torch{major}{minor}{abi}-{backend_tag(backend, torch)}-{machine}-{system}"
+
+
+def ops_name(python_name: str, backend: str, uid: str) -> str:
+    """The op namespace, module name and .so stem: ``_<python_name>_<backend>_<uid>``."""
+    return f"_{python_name}_{backend}_{uid}"

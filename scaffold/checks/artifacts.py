@@ -1,0 +1,56 @@
+"""Generated artifacts: none tracked by git, none left in the tree at release."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from scaffold.artifacts import BUILD_DIR
+from scaffold.checks.base import Context, Finding, error, warning
+
+
+def check_artifacts(context: Context) -> list[Finding]:
+    """Report generated files git tracks (errors) and those left in the work tree."""
+    scan = context.artifacts
+    findings: list[Finding] = []
+    for kept in scan.kept:
+        if kept.tracked_artifact:
+            findings.append(
+                error(
+                    kept.path,
+                    f"A generated file is tracked by git ({kept.origin}): it goes stale, and "
+                    "kernel-builder's Nix build regenerates it and can refuse to overwrite it.",
+                    f"git rm --cached {kept.path} && git commit (the file stays on disk; "
+                    "`kscaffold clean` then removes it).",
+                )
+            )
+        elif kept.edited and PurePosixPath(kept.path).parts[0] != BUILD_DIR:
+            findings.append(
+                warning(
+                    kept.path,
+                    "kscaffold build wrote this file and it was edited since, so `kscaffold "
+                    "clean` keeps it.",
+                    f"Delete {kept.path} if the edit is not needed, or rebuild to replace it.",
+                )
+            )
+    for artifact in scan.artifacts:
+        if artifact.is_release_payload:
+            continue  # build/<variant>/ is the release payload
+        path = artifact.path + ("/" if artifact.kind == "folder" else "")
+        if artifact.path.startswith("torch-ext/") and artifact.path.endswith(".py"):
+            findings.append(
+                error(
+                    path,
+                    f"Generated file in the kernel's sources ({artifact.reason}): Nix copies "
+                    "every .py under torch-ext/, so the release would carry a stale copy.",
+                    "Run `kscaffold clean` before releasing.",
+                )
+            )
+        else:
+            findings.append(
+                warning(
+                    path,
+                    f"Development artifact left in the tree ({artifact.reason}).",
+                    "Run `kscaffold clean` before releasing.",
+                )
+            )
+    return findings

@@ -1,0 +1,325 @@
+"""build.toml rules: edition 5 schema, backends and kernel tables, listed files, python-depends."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any, cast
+
+from scaffold.buildconfig import BUILD_TOML, load_build_config
+from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.errors import KscaffoldError
+
+#: The edition of build.toml kscaffold writes and checks.
+EDITION = 5
+
+#: Header suffixes that must be listed in a ``src`` (Nix copies nothing else).
+HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".ipp", ".tcc"})
+
+#: Headers kernel-builder writes itself during every build: never listed, never committed.
+_WRITTEN_BY_KERNEL_BUILDER = frozenset({"torch-ext/registration.h"})
+
+_NAME_RULE = "lowercase letters, digits and '-', starting with a letter (e.g. 'my-kernel')"
+
+
+# --------------------------------------------------------------------------------------------
+# Schema (edition 5)
+
+
+def _rust_parser() -> Callable[[str], object] | None:
+    """The build.toml parser of kernels (private in kernels 0.17.2), if it is installed."""
+    try:
+        module = importlib.import_module("kernels._rust")
+    except ImportError:
+        return None
+    build = getattr(module, "Build", None)
+    return cast("Callable[[str], object] | None", getattr(build, "open", None))
+
+
+_RUST_PREFIX = re.compile(r"^.*?build\.toml:\s*", re.DOTALL)
+
+
+def _fix_for_parser_message(message: str) -> str:
+    """A fix for one of kernel-builder's build.toml parse errors."""
+    if match := re.search(r"Unknown field ([\w-]+)\. Expected one of (.+)", message):
+        return (
+            f"Remove or rename '{match[1]}': edition {EDITION} accepts only "
+            f"{match[2].strip().rstrip('.')} in that table."
+        )
+    if match := re.search(r"Missing field ([\w-]+)", message):
+        return f"Add '{match[1]}' to the table that lacks it (see the build.toml reference)."
+    if "Invalid kernel name" in message:
+        return f"Rename general.name: {_NAME_RULE}."
+    if match := re.search(r"Unknown variant ([\w-]+)\. Expected one of (.+)", message):
+        return f"Replace '{match[1]}' with one of {match[2].strip().rstrip('.')}."
+    if "unsupported build edition" in message:
+        return f"Set edition = {EDITION} in [general] (run `kernel-builder update-build`)."
+    if "Framework" in message:
+        return "Add a [torch] table with the src list of the kernel's bindings."
+    if "TOML parse error" in message:
+        return "Fix the TOML syntax at the line and column shown."
+    return "Correct build.toml as the message says (kernel-builder's build.toml reference)."
+
+
+def _fix_for_config_message(message: str) -> str:
+    """A fix for one of scaffold.buildconfig's messages."""
+    if "unknown key" in message:
+        return "Remove or rename the key: edition 5 does not define it."
+    if "is missing" in message:
+        return "Add the missing key."
+    if "general.name" in message:
+        return f"Rename general.name: {_NAME_RULE}."
+    if "not a backend" in message:
+        return "Use one of the backends the message lists."
+    if "not supported" in message:
+        return "kscaffold builds [torch] kernels only: use a [torch] table."
+    return "Change the value as the message says."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def check_schema(context: Context) -> list[Finding]:
+    """build.toml against edition 5: kernel-builder's parser when installed, else kscaffold's."""
+    if context.toml_error is not None:
+        return [
+            error(
+                BUILD_TOML,
+                f"Not valid TOML: {_one_line(str(context.toml_error))}.",
+                "Fix the TOML syntax at the line and column shown.",
+            )
+        ]
+    edition = context.general.get("edition")
+    if edition is None:
+        # Without an edition, kernel-builder reads the legacy v4 format: other keys, other rules.
+        return [
+            error(
+                f"{BUILD_TOML} [general]",
+                "No edition: kernel-builder reads this file as the legacy v4 format.",
+                f"Add edition = {EDITION} to [general] (or run `kernel-builder update-build`).",
+            )
+        ]
+    findings: list[Finding] = []
+    parser = _rust_parser()
+    if parser is not None:
+        try:
+            parser(str(context.project))
+        except (ValueError, OSError) as problem:
+            message = _one_line(_RUST_PREFIX.sub("", str(problem), count=1))
+            findings.append(
+                error(
+                    BUILD_TOML,
+                    f"kernel-builder rejects it: {message}",
+                    _fix_for_parser_message(message),
+                )
+            )
+    findings.extend(check_backend_tables(context))
+    if not findings:
+        # kscaffold's reader: the fallback without kernels, and kscaffold's own limits with it.
+        try:
+            load_build_config(context.project)
+        except KscaffoldError as problem:
+            message = _one_line(str(problem)).removeprefix(f"{BUILD_TOML}: ")
+            findings.append(error(BUILD_TOML, message, _fix_for_config_message(message)))
+    return findings
+
+
+def check_backend_tables(context: Context) -> list[Finding]:
+    """Each backend in general.backends has a [kernel.*] table, and each table's is listed."""
+    findings: list[Finding] = []
+    backends = context.backends
+    table_backends: dict[str, list[str]] = {}
+    for label, table in context.kernels.items():
+        backend = table.get("backend")
+        if not isinstance(backend, str):
+            continue  # the schema check reports it
+        table_backends.setdefault(backend, []).append(label)
+        if backend not in backends:
+            findings.append(
+                error(
+                    f"{BUILD_TOML} [kernel.{label}]",
+                    f'backend = "{backend}", but general.backends ({", ".join(backends)}) '
+                    "does not list it, so this table is never built.",
+                    f'Add "{backend}" to general.backends, or remove [kernel.{label}].',
+                )
+            )
+    for backend in backends:
+        if backend not in table_backends:
+            findings.append(
+                error(
+                    f"{BUILD_TOML} [general]",
+                    f'general.backends lists "{backend}", but no [kernel.*] table has '
+                    f'backend = "{backend}": its variant would have no kernel.',
+                    f'Add a [kernel.<op>_{backend}] table with backend = "{backend}", depends '
+                    f"and src (`kscaffold add-backend {backend}` writes one), or remove "
+                    f'"{backend}" from general.backends.',
+                )
+            )
+    return findings
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+
+
+def check_sources_exist(context: Context) -> list[Finding]:
+    """Every file named in a src list exists, and so does the kernel's Python package."""
+    findings: list[Finding] = []
+    for source_list in context.source_lists:
+        for relative in source_list.files:
+            pure = PurePosixPath(relative)
+            path = context.project / relative
+            if pure.is_absolute() or ".." in pure.parts:
+                findings.append(
+                    error(
+                        f"{BUILD_TOML} [{source_list.table}]",
+                        f"src entry '{relative}' points outside the project; Nix copies only "
+                        "the project.",
+                        "Move the file into the project and list its path relative to build.toml.",
+                    )
+                )
+            elif not path.is_file():
+                what = "is a folder, not a file" if path.is_dir() else "does not exist"
+                findings.append(
+                    error(
+                        f"{BUILD_TOML} [{source_list.table}]",
+                        f"src entry '{relative}' {what}.",
+                        f"Create {relative}, or remove it from [{source_list.table}] src.",
+                    )
+                )
+    if context.python_name:
+        init = f"torch-ext/{context.python_name}/__init__.py"
+        if not (context.project / init).is_file():
+            findings.append(
+                error(
+                    init,
+                    "The kernel's Python package is missing: kernels loads "
+                    f"torch-ext/{context.python_name}/__init__.py into build/<variant>/.",
+                    f"Create {init} with the kernel's Python API.",
+                )
+            )
+    return findings
+
+
+def _headers(context: Context) -> list[str]:
+    generated = {artifact.path for artifact in context.artifacts.artifacts}
+    generated |= {kept.path for kept in context.artifacts.kept if kept.tracked_artifact}
+    headers: list[str] = []
+    for folder in ("csrc", "torch-ext"):
+        root = context.project / folder
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*")):
+            relative = context.relative(path)
+            if (
+                path.suffix in HEADER_SUFFIXES
+                and path.is_file()
+                and relative not in _WRITTEN_BY_KERNEL_BUILDER
+                and not any(relative == g or relative.startswith(g + "/") for g in generated)
+            ):
+                headers.append(relative)
+    return headers
+
+
+def _suggest_table(context: Context, header: str) -> str:
+    """The src list a header most likely belongs to: one listing a file in its folder."""
+    folder = PurePosixPath(header).parent
+    for source_list in context.source_lists:
+        if any(PurePosixPath(path).parent == folder for path in source_list.files):
+            return source_list.table
+    return "torch"
+
+
+def check_headers_listed(context: Context) -> list[Finding]:
+    """Every header under csrc/ and torch-ext/ is in some src list: Nix copies nothing else."""
+    listed = context.listed_files
+    return [
+        error(
+            header,
+            "Header is not listed in any src of build.toml: Nix copies only listed files, so the "
+            "Nix build fails to find it (local builds still work).",
+            f'Add "{header}" to [{_suggest_table(context, header)}] src in build.toml.',
+        )
+        for header in _headers(context)
+        if header not in listed
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# python-depends
+
+
+def _curated_python_depends() -> dict[str, Any] | None:
+    """The Python dependencies the kernels package lets a kernel declare (python_depends.json)."""
+    spec = importlib.util.find_spec("kernels")
+    if spec is None or spec.origin is None:
+        return None
+    try:
+        data = json.loads((Path(spec.origin).parent / "python_depends.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _names(value: object) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def check_python_depends(context: Context) -> list[Finding]:
+    """python-depends only names the dependencies the kernels loader accepts."""
+    declared: list[tuple[str, str | None, list[str]]] = [
+        ("general", None, _names(context.general.get("python-depends")))
+    ]
+    for section in ("cuda", "xpu", "neuron", "tpu"):
+        table = context.general.get(section)
+        if isinstance(table, dict):
+            declared.append((f"general.{section}", section, _names(table.get("python-depends"))))
+    if not any(names for _, _, names in declared):
+        return []
+    curated = _curated_python_depends()
+    if curated is None:
+        return [
+            warning(
+                f"{BUILD_TOML} [general]",
+                "Cannot check python-depends: the kernels package (its python_depends.json) "
+                "is not installed.",
+                "pip install kernels, then run kscaffold check again.",
+            )
+        ]
+    general = curated.get("general", {})
+    per_backend = curated.get("backends", {})
+    general_names = set(general) if isinstance(general, dict) else set()
+    findings: list[Finding] = []
+    for table, backend, names in declared:
+        backend_names = set(per_backend.get(backend, {})) if backend else set()
+        allowed = general_names | backend_names
+        for name in names:
+            if name in allowed:
+                continue
+            homes = sorted(
+                b for b, deps in per_backend.items() if isinstance(deps, dict) and name in deps
+            )
+            if homes:
+                fix = (
+                    f'Move "{name}" to [general.{homes[0]}] python-depends: kernels accepts it '
+                    f"only for the {', '.join(homes)} backend."
+                )
+            else:
+                fix = (
+                    f'Remove "{name}": kernels accepts only {", ".join(sorted(allowed))} here. '
+                    "Import other packages lazily in your Python code and document them."
+                )
+            findings.append(
+                error(
+                    f"{BUILD_TOML} [{table}]",
+                    f'python-depends "{name}" is not a dependency the kernels loader accepts: '
+                    "loading the kernel fails with 'unsupported kernel dependency'.",
+                    fix,
+                )
+            )
+    return findings

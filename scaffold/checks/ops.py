@@ -1,0 +1,219 @@
+"""Ops: every schema has an implementation for every backend, and a Python wrapper."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.schema import (
+    BACKEND_DISPATCH_KEYS,
+    COMPOSITE_KEYS,
+    SOURCE_SUFFIXES,
+    OpSchema,
+    Registration,
+    SchemaError,
+    parse_schemas,
+    scan_registrations,
+    source_files,
+)
+
+
+def _location(context: Context, path: Path | None, line: int) -> str:
+    if path is None:
+        return "torch-ext"
+    return f"{context.relative(path)}:{line}" if line else context.relative(path)
+
+
+def _python_references(package: Path) -> set[str]:
+    """Names used as ``ops.<name>`` (or ``torch.ops.<ns>.<name>``) in the kernel's Python code."""
+    names: set[str] = set()
+    for path in sorted(package.rglob("*.py")) if package.is_dir() else []:
+        if path.name == "_ops.py" or "__pycache__" in path.parts:
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _is_ops_namespace(node.value):
+                names.add(node.attr)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and len(node.args) >= 2
+                and _is_ops_namespace(node.args[0])
+                and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str)
+            ):
+                names.add(node.args[1].value)
+    return names
+
+
+def _is_ops_namespace(node: ast.expr) -> bool:
+    """``ops``, ``_ops.ops``, ``self.ops`` or ``torch.ops.<namespace>``."""
+    if isinstance(node, ast.Name):
+        return node.id == "ops"
+    if isinstance(node, ast.Attribute):
+        if node.attr == "ops":
+            return True
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "ops"
+    return False
+
+
+def _impl_hint(backend: str, key: str, op: str, context: Context) -> str:
+    files = sorted(
+        path
+        for source_list in context.source_lists
+        if source_list.backend == backend
+        for path in source_list.files
+    )
+    where = f" in {files[0]}" if files else f" in the {backend} kernel's source"
+    return (
+        f"Register it{where}: TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, {key}, m) "
+        f'{{ m.impl("{op}", &your_{op.replace(".", "_")}_{backend}); }}'
+    )
+
+
+def _sources_to_scan(context: Context) -> list[Path]:
+    """The C++ sources under torch-ext/ and csrc/, and any other file a src list names."""
+    files = set(source_files(context.project))
+    for relative in context.listed_files:
+        path = context.project / relative
+        if path.suffix in SOURCE_SUFFIXES and path.is_file():
+            files.add(path)
+    return sorted(files)
+
+
+def check_ops(context: Context) -> list[Finding]:
+    """Each declared op is implemented for each backend of build.toml and wrapped in Python."""
+    try:
+        schemas = parse_schemas(source_files(context.project, ("torch-ext",)))
+    except SchemaError as problem:
+        return [
+            error(
+                "torch-ext",
+                str(problem),
+                "Write the schema as 'name(Type arg, ...) -> ReturnType' (see torch.library).",
+            )
+        ]
+    if not schemas:
+        return [
+            warning(
+                "torch-ext",
+                'No op schema found (no ops.def("name(...) -> ...") in torch-ext/).',
+                "Declare each op once with ops.def(...) in torch-ext/torch_binding.h.",
+            )
+        ]
+    findings = _duplicates(context, schemas)
+    registrations = scan_registrations(_sources_to_scan(context))
+    findings.extend(_missing_impls(context, schemas, registrations))
+    findings.extend(_undeclared_impls(context, schemas, registrations))
+    findings.extend(_missing_wrappers(context, schemas))
+    return findings
+
+
+def _duplicates(context: Context, schemas: list[OpSchema]) -> list[Finding]:
+    seen: dict[str, OpSchema] = {}
+    findings: list[Finding] = []
+    for schema in schemas:
+        first = seen.setdefault(schema.name, schema)
+        if first is not schema:
+            findings.append(
+                error(
+                    _location(context, schema.file, schema.line),
+                    f"Op '{schema.name}' is declared twice (first at "
+                    f"{_location(context, first.file, first.line)}); loading the kernel fails.",
+                    "Keep one declaration, or give the second an overload name such as "
+                    f"'{schema.base_name}.out'.",
+                )
+            )
+    return findings
+
+
+def _missing_impls(
+    context: Context, schemas: list[OpSchema], registrations: list[Registration]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    for backend in context.backends:
+        key = BACKEND_DISPATCH_KEYS.get(backend)
+        if key is None:
+            continue
+        compiled = context.compiled_for(backend)
+        for schema in schemas:
+            candidates = [
+                r
+                for r in registrations
+                if r.op == schema.name and (r.dispatch_key in COMPOSITE_KEYS | {key})
+            ]
+            if any(context.relative(r.file) in compiled for r in candidates):
+                continue
+            location = _location(context, schema.file, schema.line)
+            if candidates:
+                where = context.relative(candidates[0].file)
+                tables = [f"[{s.table}]" for s in context.source_lists if s.backend == backend]
+                findings.append(
+                    error(
+                        location,
+                        f"Op '{schema.name}' is implemented for {key} in {where}, but no src list "
+                        f"of the {backend} build names that file, so it is not compiled.",
+                        f'Add "{where}" to the src of {tables[0] if tables else "[torch]"}.',
+                    )
+                )
+            else:
+                findings.append(
+                    error(
+                        location,
+                        f"Op '{schema.name}' has no {backend} implementation: calling it with "
+                        f'{backend} tensors fails ("Could not run ... with arguments from the '
+                        f"'{key}' backend\").",
+                        _impl_hint(backend, key, schema.name, context),
+                    )
+                )
+    return findings
+
+
+def _undeclared_impls(
+    context: Context, schemas: list[OpSchema], registrations: list[Registration]
+) -> list[Finding]:
+    declared = {schema.name for schema in schemas}
+    findings: list[Finding] = []
+    for registration in registrations:
+        if registration.op in declared:
+            continue
+        findings.append(
+            error(
+                _location(context, registration.file, registration.line),
+                f"'{registration.op}' is registered for {registration.dispatch_key} but no "
+                "schema declares it: loading the kernel fails.",
+                f'Declare it with ops.def("{registration.op}(...) -> ...") in '
+                "torch-ext/torch_binding.h, or fix the name in m.impl(...).",
+            )
+        )
+    return findings
+
+
+def _missing_wrappers(context: Context, schemas: list[OpSchema]) -> list[Finding]:
+    if not context.python_name:
+        return []
+    package = context.project / "torch-ext" / context.python_name
+    used = _python_references(package)
+    init = f"torch-ext/{context.python_name}/__init__.py"
+    findings: list[Finding] = []
+    reported: set[str] = set()
+    for schema in schemas:
+        if schema.base_name in used or schema.base_name in reported:
+            continue
+        reported.add(schema.base_name)
+        findings.append(
+            warning(
+                _location(context, schema.file, schema.line),
+                f"Op '{schema.name}' has no Python wrapper: nothing in torch-ext/"
+                f"{context.python_name}/ calls ops.{schema.base_name}, so users of the kernel "
+                "cannot reach it through its API.",
+                f"Add a function to {init} that calls ops.{schema.base_name}(...) "
+                f"(with `from ._ops import ops`).",
+            )
+        )
+    return findings

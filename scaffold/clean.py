@@ -1,0 +1,138 @@
+"""``kscaffold clean``: remove what builds generated, and nothing kscaffold cannot prove it did.
+
+What counts as generated is decided by :mod:`scaffold.artifacts`. Files git tracks are never
+removed, nor are files whose content changed since kscaffold wrote them; both are reported with the
+reason they stay. Folders that removal leaves empty go too. ``build/`` (the release payload) stays
+unless ``include_build`` is set, and even then only the files kscaffold built there go.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from scaffold.artifacts import Artifact, ArtifactKind, scan_artifacts
+from scaffold.buildconfig import BUILD_TOML
+from scaffold.errors import KscaffoldError, NotAProjectError
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One thing clean removed (or, in a dry run, would remove)."""
+
+    path: str
+    kind: ArtifactKind
+    reason: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A file that looks generated but stays, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class CleanReport:
+    """What :func:`clean_project` removed and what it left, with reasons."""
+
+    project: Path
+    dry_run: bool
+    removed: list[Removal] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    #: Files kscaffold built under build/ that stayed because ``include_build`` was not set.
+    kept_build: list[str] = field(default_factory=list)
+
+
+def _project_dir(project: Path) -> Path:
+    if not project.is_dir():
+        raise NotAProjectError(f"{project} is not a folder.")
+    if not (project / BUILD_TOML).is_file():
+        raise NotAProjectError(
+            f"{project} has no {BUILD_TOML}, so it is not a kernel project: kscaffold clean only "
+            "works in one (run it in the project's folder or pass its path)."
+        )
+    return project.resolve()
+
+
+def _emptied_folders(project: Path, removed: list[str]) -> list[str]:
+    """Folders (deepest first) that are left empty once ``removed`` are gone."""
+    gone = set(removed)
+    verdict: dict[str, bool] = {}
+
+    def empties(relative: str) -> bool:
+        if relative not in verdict:
+            path = project / relative
+            try:
+                entries = list(os.scandir(path))
+            except OSError:
+                entries = []
+            verdict[relative] = bool(path.is_dir()) and all(
+                f"{relative}/{entry.name}" in gone
+                or (entry.is_dir(follow_symlinks=False) and empties(f"{relative}/{entry.name}"))
+                for entry in entries
+            )
+        return verdict[relative]
+
+    candidates = {
+        parent.as_posix()
+        for relative in removed
+        for parent in PurePosixPath(relative).parents
+        if parent.as_posix() != "."
+    }
+    emptied = [folder for folder in candidates if folder not in gone and empties(folder)]
+    return sorted(emptied, key=lambda folder: (-folder.count("/"), folder))
+
+
+def _remove(path: Path, artifact: Artifact) -> None:
+    if artifact.kind == "folder" and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def clean_project(
+    project: Path, *, dry_run: bool = False, include_build: bool = False
+) -> CleanReport:
+    """Remove the generated files of ``project``; report what went and what stayed.
+
+    Args:
+        project: The kernel project (the folder with build.toml).
+        dry_run: Only report what would be removed; change nothing.
+        include_build: Also remove the files kscaffold built under ``build/``.
+    """
+    root = _project_dir(project)
+    scan = scan_artifacts(root)
+    report = CleanReport(project=root, dry_run=dry_run)
+    report.skipped = [Skip(kept.path, kept.reason) for kept in scan.kept]
+    chosen: list[Artifact] = []
+    for artifact in scan.artifacts:
+        if artifact.is_release_payload and not include_build:
+            report.kept_build.append(artifact.path)
+        else:
+            chosen.append(artifact)
+    emptied = _emptied_folders(root, [artifact.path for artifact in chosen])
+    report.removed = [Removal(a.path, a.kind, a.reason) for a in chosen] + [
+        Removal(folder, "folder", "left empty") for folder in emptied
+    ]
+    if dry_run:
+        return report
+    for artifact in chosen:
+        path = root / artifact.path
+        try:
+            _remove(path, artifact)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise KscaffoldError(
+                f"Cannot remove {artifact.path}: {error.strerror or error}. Fix its permissions "
+                "and run kscaffold clean again."
+            ) from error
+    for folder in emptied:
+        with contextlib.suppress(OSError):  # something appeared in it meanwhile: it stays
+            (root / folder).rmdir()
+    return report

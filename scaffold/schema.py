@@ -1,0 +1,454 @@
+"""Read a kernel project's op schemas and per-backend registrations from its C++ sources.
+
+Schemas are the ``<lib>.def("name(Tensor x) -> Tensor")`` calls (kscaffold's template puts them in
+``torch-ext/torch_binding.h``); implementations are the ``<lib>.impl("name", ...)`` calls inside a
+``TORCH_LIBRARY_IMPL[_EXPAND](<namespace>, <DispatchKey>, <lib>) { ... }`` block, one block per
+backend. The scanner reads C++ as text: it drops comments, reads string literals (adjacent ones
+concatenated, raw strings included) and matches braces, which is all these registrations need.
+It does not run the preprocessor, so registrations hidden behind macros are not seen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaffold.errors import KscaffoldError
+
+#: Source files the scanner reads, by suffix.
+SOURCE_SUFFIXES: frozenset[str] = frozenset(
+    {".h", ".hh", ".hpp", ".hxx", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".m"}
+)
+
+#: The folders of a kernel project that hold C++ sources.
+SOURCE_DIRS: tuple[str, ...] = ("torch-ext", "csrc")
+
+#: Dispatch keys whose kernels serve every backend.
+COMPOSITE_KEYS: frozenset[str] = frozenset(
+    {
+        "CompositeImplicitAutograd",
+        "CompositeExplicitAutograd",
+        "CompositeExplicitAutogradNonFunctional",
+    }
+)
+
+#: The dispatch key each build.toml backend registers its kernels under.
+BACKEND_DISPATCH_KEYS: Mapping[str, str] = {
+    "cpu": "CPU",
+    "cuda": "CUDA",
+    "rocm": "CUDA",  # HIP builds of PyTorch reuse the CUDA dispatch key.
+    "metal": "MPS",
+    "xpu": "XPU",
+}
+
+# `torch::kCPU`, `c10::DeviceType::CUDA`, `at::kCUDA`, `c10::DispatchKey::CPU` -> the key's name.
+_DEVICE_ARGUMENT = re.compile(r"(?:\w+::)*(?:DeviceType::|DispatchKey::|k)(\w+)\s*$")
+
+
+class SchemaError(KscaffoldError):
+    """An op schema string cannot be read."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument (or named return) of an op schema."""
+
+    type: str
+    name: str | None = None
+    default: str | None = None
+    keyword_only: bool = False
+
+    @property
+    def is_mutated(self) -> bool:
+        """Whether the op writes to this argument (an alias annotation with ``!``)."""
+        return "!" in self.type
+
+
+@dataclass(frozen=True)
+class OpSchema:
+    """An op schema as declared with ``def``.
+
+    ``name`` is the name as written before ``(``, overload included (``relu.out``): the string that
+    ``impl`` calls name and ``torch.ops.<namespace>`` resolves.
+    """
+
+    name: str
+    schema_text: str
+    arguments: tuple[Argument, ...]
+    returns: tuple[Argument, ...]
+    file: Path | None = None
+    line: int = 0
+
+    @property
+    def base_name(self) -> str:
+        """The op's name without its overload (``relu`` for ``relu.out``)."""
+        return self.name.partition(".")[0]
+
+    @property
+    def overload(self) -> str:
+        """The overload name (``out`` for ``relu.out``), empty for the default overload."""
+        return self.name.partition(".")[2]
+
+    @property
+    def mutates(self) -> bool:
+        """Whether the op writes to any of its arguments."""
+        return any(arg.is_mutated for arg in self.arguments)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One ``impl`` of an op for one dispatch key, and where it is."""
+
+    op: str
+    dispatch_key: str
+    file: Path
+    line: int
+
+
+# --------------------------------------------------------------------------------------------
+# Schema strings
+
+
+def _split_top_level(text: str, separator: str = ",") -> list[str]:
+    """Split on ``separator`` outside brackets and parentheses."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == separator and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [part.strip() for part in parts]
+
+
+def _matching_paren(text: str, start: int) -> int:
+    """Index of the ``)`` that closes the ``(`` at ``start``, or -1."""
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] == "(":
+            depth += 1
+        elif text[index] == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
+
+
+_ARGUMENT = re.compile(r"^(?P<type>.+?)(?:\s+(?P<name>[A-Za-z_]\w*))?(?:\s*=\s*(?P<default>.+))?$")
+_OP_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?$")
+
+
+def _parse_argument(text: str, *, keyword_only: bool, schema: str) -> Argument:
+    match = _ARGUMENT.match(text.strip())
+    if not match:
+        raise SchemaError(f"Cannot read argument '{text}' of op schema '{schema}'.")
+    arg_type = match.group("type").strip()
+    # `Tensor(a!)`, `int[2]`, `Tensor?` keep their annotations; a bare type has no name.
+    return Argument(
+        type=arg_type,
+        name=match.group("name"),
+        default=match.group("default").strip() if match.group("default") else None,
+        keyword_only=keyword_only,
+    )
+
+
+def parse_schema(schema_text: str, *, file: Path | None = None, line: int = 0) -> OpSchema:
+    """Parse one schema such as ``"relu.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)"``."""
+    text = schema_text.strip()
+    open_paren = text.find("(")
+    if open_paren <= 0:
+        raise SchemaError(
+            f"Op schema '{schema_text}' has no argument list: write it as 'name(args) -> returns'."
+        )
+    name = text[:open_paren].strip()
+    if "::" in name:  # a namespace-qualified name; the namespace comes from the library
+        name = name.rsplit("::", 1)[1]
+    if not _OP_NAME.match(name):
+        raise SchemaError(
+            f"Op schema '{schema_text}' has an invalid name '{name}': use letters, digits and '_', "
+            "with an optional '.overload'."
+        )
+    close_paren = _matching_paren(text, open_paren)
+    if close_paren < 0:
+        raise SchemaError(f"Op schema '{schema_text}' has an unclosed argument list.")
+    arguments: list[Argument] = []
+    keyword_only = False
+    for part in _split_top_level(text[open_paren + 1 : close_paren]):
+        if not part:
+            continue
+        if part == "*":
+            keyword_only = True
+            continue
+        arguments.append(_parse_argument(part, keyword_only=keyword_only, schema=schema_text))
+    rest = text[close_paren + 1 :].strip()
+    if not rest.startswith("->"):
+        raise SchemaError(f"Op schema '{schema_text}' has no '-> returns' part.")
+    returns_text = rest[2:].strip()
+    returns: list[Argument] = []
+    if returns_text.startswith("(") and _matching_paren(returns_text, 0) == len(returns_text) - 1:
+        inner = returns_text[1:-1]
+        returns = [
+            _parse_argument(part, keyword_only=False, schema=schema_text)
+            for part in _split_top_level(inner)
+            if part
+        ]
+    elif returns_text:
+        returns = [_parse_argument(returns_text, keyword_only=False, schema=schema_text)]
+    else:
+        raise SchemaError(f"Op schema '{schema_text}' has an empty return type: use '-> ()'.")
+    return OpSchema(
+        name=name,
+        schema_text=text,
+        arguments=tuple(arguments),
+        returns=tuple(returns),
+        file=file,
+        line=line,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# C++ scanning
+
+
+@dataclass(frozen=True)
+class _Literal:
+    start: int
+    end: int
+    value: str
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A C++ file with comments blanked out and string literals read."""
+
+    path: Path
+    masked: str  # comments and literal contents replaced by spaces (newlines kept)
+    literals: dict[int, _Literal]  # by start offset in `masked`
+
+    def line_of(self, offset: int) -> int:
+        return self.masked.count("\n", 0, offset) + 1
+
+    def strings_at(self, offset: int) -> tuple[str, int] | None:
+        """The (concatenated) string literal starting at ``offset`` and the offset after it."""
+        values: list[str] = []
+        position = offset
+        while True:
+            while position < len(self.masked) and self.masked[position].isspace():
+                position += 1
+            literal = self.literals.get(position)
+            if literal is None:
+                break
+            values.append(literal.value)
+            position = literal.end
+        return ("".join(values), position) if values else None
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", '"': '"', "'": "'", "0": "\0", "r": "\r"}
+_RAW_PREFIX = re.compile(r'(?:u8|[uUL])?R"([^()\\\s]{0,16})\(')
+
+
+def _scan(path: Path, text: str) -> _Source:
+    masked: list[str] = []
+    literals: dict[int, _Literal] = {}
+    index = 0
+    length = len(text)
+
+    def blank(segment: str) -> str:
+        return "".join("\n" if c == "\n" else " " for c in segment)
+
+    while index < length:
+        char = text[index]
+        if text.startswith("//", index):
+            end = text.find("\n", index)
+            end = length if end < 0 else end
+            masked.append(blank(text[index:end]))
+            index = end
+        elif text.startswith("/*", index):
+            end = text.find("*/", index + 2)
+            end = length if end < 0 else end + 2
+            masked.append(blank(text[index:end]))
+            index = end
+        elif (raw := _RAW_PREFIX.match(text, index)) is not None and (
+            index == 0 or not (text[index - 1].isalnum() or text[index - 1] == "_")
+        ):
+            closing = ")" + raw.group(1) + '"'
+            body_start = raw.end()
+            body_end = text.find(closing, body_start)
+            body_end = length if body_end < 0 else body_end
+            end = min(length, body_end + len(closing))
+            literals[index] = _Literal(index, end, text[body_start:body_end])
+            masked.append('"' + blank(text[index + 1 : end - 1]) + '"' if end - index >= 2 else " ")
+            index = end
+        elif char == '"' or (char == "'" and not (index and text[index - 1].isalnum())):
+            # A ' after a digit or letter is a digit separator (1'000), not a character literal.
+            value: list[str] = []
+            position = index + 1
+            while position < length and text[position] not in (char, "\n"):
+                if text[position] == "\\" and position + 1 < length:
+                    value.append(_ESCAPES.get(text[position + 1], text[position + 1]))
+                    position += 2
+                else:
+                    value.append(text[position])
+                    position += 1
+            closed = position < length and text[position] == char
+            end = position + 1 if closed else position
+            if char == '"':
+                literals[index] = _Literal(index, end, "".join(value))
+            inner = text[index + 1 : end - 1] if closed else text[index + 1 : end]
+            masked.append(char + blank(inner) + (char if closed else ""))
+            index = end
+        else:
+            masked.append(char)
+            index += 1
+    return _Source(path=path, masked="".join(masked), literals=literals)
+
+
+def _read_source(path: Path) -> _Source | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return _scan(path, text)
+
+
+def _matching_brace(masked: str, open_index: int) -> int:
+    depth = 0
+    for index in range(open_index, len(masked)):
+        if masked[index] == "{":
+            depth += 1
+        elif masked[index] == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(masked)
+
+
+_DEF_CALL = re.compile(r"[.>]\s*def\s*\(")
+_IMPL_BLOCK = re.compile(
+    r"\bTORCH_LIBRARY_IMPL(?:_EXPAND)?\s*\(\s*[^,()]+?\s*,\s*(?P<key>\w+)\s*,\s*(?P<lib>\w+)\s*\)\s*\{"
+)
+_LIBRARY_BLOCK = re.compile(
+    r"\bTORCH_LIBRARY(?:_FRAGMENT)?(?:_EXPAND)?\s*\(\s*[^,()]+?\s*,\s*(?P<lib>\w+)\s*\)\s*\{"
+)
+
+
+def _call_arguments(source: _Source, open_paren: int) -> list[str]:
+    """The top-level argument texts (masked) of the call whose ``(`` is at ``open_paren``."""
+    close = _matching_paren(source.masked, open_paren)
+    if close < 0:
+        return []
+    return _split_top_level(source.masked[open_paren + 1 : close])
+
+
+def _schemas_in(source: _Source) -> Iterator[OpSchema]:
+    for match in _DEF_CALL.finditer(source.masked):
+        found = source.strings_at(match.end())
+        if found is None:
+            continue
+        text = found[0]
+        if "(" not in text:  # `def("name", fn)`: a pybind11 function or an inferred schema
+            continue
+        yield parse_schema(text, file=source.path, line=source.line_of(match.start()))
+
+
+def _impl_calls(source: _Source, start: int, end: int, lib: str) -> Iterator[tuple[str, int, int]]:
+    """``(op, offset, open_paren)`` for each ``<lib>.impl("op", ...)`` between the offsets."""
+    call = re.compile(rf"\b{re.escape(lib)}\s*(?:\.|->)\s*impl\s*\(")
+    for match in call.finditer(source.masked, start, end):
+        found = source.strings_at(match.end())
+        if found is not None:
+            op = found[0].rsplit("::", 1)[-1]
+            yield op, match.start(), match.end() - 1
+
+
+def _registrations_in(source: _Source) -> Iterator[Registration]:
+    for block in _IMPL_BLOCK.finditer(source.masked):
+        end = _matching_brace(source.masked, block.end() - 1)
+        for op, offset, _ in _impl_calls(source, block.end(), end, block.group("lib")):
+            yield Registration(op, block.group("key"), source.path, source.line_of(offset))
+    for block in _LIBRARY_BLOCK.finditer(source.masked):
+        end = _matching_brace(source.masked, block.end() - 1)
+        lib = block.group("lib")
+        # `lib.impl("op", torch::kCUDA, &fn)` names its device in the second argument.
+        for op, offset, open_paren in _impl_calls(source, block.end(), end, lib):
+            args = _call_arguments(source, open_paren)
+            device = _DEVICE_ARGUMENT.search(args[1]) if len(args) >= 3 else None
+            key = device.group(1) if device else "CompositeImplicitAutograd"
+            yield Registration(op, key, source.path, source.line_of(offset))
+        # `lib.def("op(...) -> ...", &fn)` registers a composite kernel along with the schema.
+        def_call = re.compile(rf"\b{re.escape(lib)}\s*(?:\.|->)\s*def\s*\(")
+        for match in def_call.finditer(source.masked, block.end(), end):
+            if len(_call_arguments(source, match.end() - 1)) >= 2:
+                found = source.strings_at(match.end())
+                if found is not None:
+                    op = found[0].split("(", 1)[0].strip().rsplit("::", 1)[-1]
+                    yield Registration(
+                        op, "CompositeImplicitAutograd", source.path, source.line_of(match.start())
+                    )
+
+
+# --------------------------------------------------------------------------------------------
+# Project-level API
+
+
+def source_files(project: Path, dirs: Iterable[str] = SOURCE_DIRS) -> list[Path]:
+    """The C++/CUDA sources under the project's source folders, sorted."""
+    files: list[Path] = []
+    for folder in dirs:
+        root = project / folder
+        if root.is_dir():
+            files.extend(
+                path
+                for path in root.rglob("*")
+                if path.suffix in SOURCE_SUFFIXES and path.is_file() and not path.is_symlink()
+            )
+    return sorted(files)
+
+
+def parse_schemas(files: Iterable[Path]) -> list[OpSchema]:
+    """Every op schema declared in ``files``, in file order.
+
+    Raises:
+        SchemaError: If a ``def`` string cannot be read as a schema.
+    """
+    schemas: list[OpSchema] = []
+    for path in files:
+        source = _read_source(path)
+        if source is not None:
+            schemas.extend(_schemas_in(source))
+    return schemas
+
+
+def scan_registrations(files: Iterable[Path]) -> list[Registration]:
+    """Every ``impl`` registration in ``files``, with its dispatch key and place."""
+    registrations: list[Registration] = []
+    for path in files:
+        source = _read_source(path)
+        if source is not None:
+            registrations.extend(_registrations_in(source))
+    return registrations
+
+
+def find_schemas(project: Path) -> list[OpSchema]:
+    """The op schemas declared in the project's ``torch-ext/`` sources."""
+    return parse_schemas(source_files(project, ("torch-ext",)))
+
+
+def find_registrations(project: Path) -> dict[str, set[str]]:
+    """Ops with an implementation, by dispatch key (``{"CPU": {"relu"}, "CUDA": {"relu"}}``).
+
+    Reads every C++/CUDA source under ``torch-ext/`` and ``csrc/``.
+    """
+    registered: dict[str, set[str]] = {}
+    for registration in scan_registrations(source_files(project)):
+        registered.setdefault(registration.dispatch_key, set()).add(registration.op)
+    return registered
