@@ -1,0 +1,146 @@
+"""Slow tier: the worked example builds, loads through `kernels` and passes its own tests.
+
+Also the add-backend scenario end to end: a CUDA-only project grows a CPU backend, keeps every
+edit the user made, and the new backend builds, loads and matches Pillow bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scaffold.build import build_project
+from scaffold.create import ProjectSpec, create_project
+from scaffold.evolve import add_backend
+from tests.helpers import run
+from tests.test_build import cuda_toolkit_or_skip, find_cuobjdump
+from tests.test_evolve import commit_all, make_user_edits
+
+pytestmark = pytest.mark.slow
+
+# Loads the CPU build through `kernels` in a fresh process and compares it with Pillow on an
+# image with smooth gradients, hard edges and noise, in several layouts and batch shapes.
+PILLOW_CHECK = r"""
+import sys
+from pathlib import Path
+import numpy as np
+import torch
+from PIL import Image, ImageDraw
+from kernels import get_local_kernel
+
+kernel = get_local_kernel(Path(sys.argv[1]), backend="cpu")
+picture = Image.new("RGB", (641, 479))
+draw = ImageDraw.Draw(picture)
+for x in range(641):
+    draw.line([(x, 0), (x, 478)], fill=(x * 255 // 640, 255 - x * 255 // 640, (x * 7) % 256))
+draw.ellipse([100, 80, 400, 300], fill=(250, 30, 90))
+rgb = np.asarray(picture).copy()
+rng = np.random.default_rng(0)
+rgb[::3] = rng.integers(0, 256, rgb[::3].shape, dtype=np.uint8)
+expected = np.asarray(Image.fromarray(rgb).convert("L"))
+image = torch.from_numpy(rgb)
+assert torch.equal(kernel.img2gray(image), torch.from_numpy(expected)), "single image"
+batch = torch.stack([image, image.flip(0)])
+assert torch.equal(kernel.img2gray(batch)[1], torch.from_numpy(expected).flip(0)), "batch"
+wide = torch.from_numpy(np.ascontiguousarray(rgb.transpose(1, 0, 2))).transpose(0, 1)
+assert not wide.is_contiguous()
+out = torch.empty(479, 641, dtype=torch.uint8)
+assert kernel.img2gray(wide, out=out) is out and torch.equal(out, torch.from_numpy(expected))
+print("pillow-bit-exact", kernel.__name__)
+"""
+
+
+def check_against_pillow(project: Path) -> None:
+    output = run([sys.executable, "-c", PILLOW_CHECK, project])
+    assert "pillow-bit-exact" in output
+
+
+def run_generated_tests(project: Path) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    summary = result.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    return summary
+
+
+@pytest.fixture(scope="module")
+def img2gray_cpu(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    spec = ProjectSpec.parse("img2gray", backends="cuda,cpu", example="img2gray")
+    project = create_project(spec, tmp_path_factory.mktemp("example") / "img2gray")
+    build_project(project, backend="cpu")
+    return project
+
+
+def test_cpu_variant_loads_through_kernels_and_matches_pillow(img2gray_cpu: Path) -> None:
+    (variant,) = (img2gray_cpu / "build").iterdir()
+    assert variant.name.endswith("-cpu-x86_64-linux") and "-cxx11-" in variant.name
+    metadata = json.loads((variant / "metadata.json").read_text())
+    assert metadata["name"] == "img2gray" and metadata["backend"] == {"type": "cpu"}
+    check_against_pillow(img2gray_cpu)
+
+
+def test_generated_test_suite_passes(img2gray_cpu: Path) -> None:
+    run_generated_tests(img2gray_cpu)
+
+
+def test_generated_tests_say_build_first_when_nothing_is_built(tmp_path: Path) -> None:
+    spec = ProjectSpec.parse("img2gray", backends="cpu", example="img2gray")
+    project = create_project(spec, tmp_path / "img2gray", git=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout
+    assert "run `kscaffold build` first" in result.stdout, result.stdout
+
+
+def test_cuda_variant_compiles_with_device_code_for_the_archs_asked(img2gray_cpu: Path) -> None:
+    cuda_toolkit_or_skip()
+    cuobjdump = find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("needs cuobjdump (CUDA toolkit, nvidia-cuda-cuobjdump wheel or triton)")
+    (result,) = build_project(img2gray_cpu, backend="cuda", cuda_archs=["8.0", "9.0"])
+    library = result.variant_dir / f"{result.ops_name}.abi3.so"
+    listing = run([cuobjdump, "--list-elf", library])
+    assert "sm_80" in listing and "sm_90" in listing, listing
+    metadata = json.loads((result.variant_dir / "metadata.json").read_text())
+    assert metadata["backend"] == {"type": "cuda", "archs": ["8.0", "9.0"]}
+    # The CUDA variant holds the CUDA kernels only, as kernel-builder's would.
+    assert "cpu/img2gray.cpp" not in " ".join(
+        json.dumps(c)
+        for c in json.loads((img2gray_cpu / "compile_commands.json").read_text())
+        if result.variant in c["output"]
+    )
+
+
+def test_add_cpu_backend_to_a_cuda_only_project(tmp_path: Path) -> None:
+    spec = ProjectSpec.parse("img2gray", backends="cuda", example="img2gray")
+    project = create_project(spec, tmp_path / "img2gray")
+    edited = make_user_edits(project)
+    user_build_toml = (project / "build.toml").read_text()
+
+    add_backend(project, "cpu")
+    for path, content in edited.items():
+        assert (project / path).read_bytes() == content, path
+    merged = (project / "build.toml").read_text()
+    for line in user_build_toml.splitlines():
+        if not line.startswith("backends ="):
+            assert line in merged.splitlines(), line
+    commit_all(project, "add the cpu backend")
+
+    build_project(project, backend="cpu")
+    check_against_pillow(project)
+    run_generated_tests(project)
