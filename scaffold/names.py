@@ -103,7 +103,6 @@ def parse_license(value: str) -> str:
     license_id = value.strip().lower()
     if license_id not in KNOWN_LICENSES:
         raise InvalidOptionError(
-            f"Unknown license '{value}': use a Hub license id "
-            f"({', '.join(KNOWN_LICENSES)})."
+            f"Unknown license '{value}': use a Hub license id ({', '.join(KNOWN_LICENSES)})."
         )
     return license_id
