@@ -1,0 +1,371 @@
+"""Tests of img2gray's img2gray op on every backend built under build/."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from .conftest import BACKENDS, load_kernel, requires_cpu_and_cuda
+
+FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+DTYPES = [torch.uint8, *FLOAT_DTYPES]
+
+# Shapes of the gray result, (..., height, width): sizes that are no multiple of a block size,
+# zero to two batch dimensions, and empty tensors.
+SHAPES = {
+    "1x1": (1, 1),
+    "7x13": (7, 13),
+    "3x5x17": (3, 5, 17),
+    "2x3x9x11": (2, 3, 9, 11),
+    "129x257": (129, 257),
+    "0x5": (0, 5),
+    "0x4x6": (0, 4, 6),
+}
+
+needs_cuda_backend = pytest.mark.skipif(
+    "cuda" not in BACKENDS or not torch.cuda.is_available(),
+    reason="needs the CUDA backend and a CUDA GPU",
+)
+
+
+def dtype_id(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def random_image(
+    shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """Make random RGB images of gray shape `shape`: uint8 over 0..255, floats over [0, 1)."""
+    generator = torch.Generator().manual_seed(hash(shape) % 2**31)
+    if dtype == torch.uint8:
+        image = torch.randint(0, 256, (*shape, 3), dtype=torch.uint8, generator=generator)
+    else:
+        image = torch.rand((*shape, 3), dtype=torch.float64, generator=generator).to(dtype)
+    return image.to(device)
+
+
+def reference(image: torch.Tensor) -> torch.Tensor:
+    """Compute img2gray in plain PyTorch."""
+    if image.dtype == torch.uint8:
+        r, g, b = image.to(torch.int32).unbind(-1)
+        return ((r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16).to(torch.uint8)
+    opmath = torch.float64 if image.dtype == torch.float64 else torch.float32
+    r, g, b = image.to(opmath).unbind(-1)
+    return (r * 0.299 + g * 0.587 + b * 0.114).to(image.dtype)
+
+
+def pillow_gray(image: torch.Tensor) -> torch.Tensor:
+    """Pillow's Image.convert("L") of each (height, width, 3) uint8 image in `image`."""
+    frames = image.cpu().reshape(-1, *image.shape[-3:]).numpy()
+    grays = [np.asarray(Image.fromarray(frame).convert("L")) for frame in frames]
+    return torch.from_numpy(np.stack(grays)).reshape(image.shape[:-1])
+
+
+def photo_like(height: int, width: int, seed: int) -> torch.Tensor:
+    """Make a uint8 image with smooth colour regions, edges and sensor-like noise."""
+    generator = torch.Generator().manual_seed(seed)
+    coarse = torch.rand(1, 3, 6, 8, generator=generator, dtype=torch.float64)
+    smooth = torch.nn.functional.interpolate(
+        coarse, size=(height, width), mode="bicubic", align_corners=False
+    )[0].permute(1, 2, 0)
+    noise = torch.randn(height, width, 3, generator=generator, dtype=torch.float64) * 0.03
+    image = (smooth + noise).clamp(0, 1) * 255
+    image[height // 3 : height // 2, : width // 4] = torch.tensor([255.0, 0.0, 0.0])  # saturated
+    image[-1] = 0.0  # black
+    image[:, -1] = 255.0  # white
+    return image.round().to(torch.uint8)
+
+
+# --- correctness -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", list(SHAPES.values()), ids=list(SHAPES))
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_matches_reference(
+    kernel: ModuleType, device: torch.device, dtype: torch.dtype, shape: tuple[int, ...]
+) -> None:
+    image = random_image(shape, dtype, device)
+    gray = kernel.img2gray(image)
+    assert gray.shape == shape
+    assert gray.dtype == dtype
+    assert gray.device == image.device
+    torch.testing.assert_close(gray, reference(image))
+
+
+@pytest.mark.parametrize(
+    "shape", [(1, 1), (7, 13), (3, 5, 17), (480, 640)], ids=["1x1", "7x13", "3x5x17", "480x640"]
+)
+def test_uint8_is_bit_exact_with_pillow(
+    kernel: ModuleType, device: torch.device, shape: tuple[int, ...]
+) -> None:
+    image = random_image(shape, torch.uint8, device)
+    torch.testing.assert_close(kernel.img2gray(image).cpu(), pillow_gray(image), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2], ids=lambda seed: f"seed{seed}")
+def test_uint8_photo_like_image_is_bit_exact_with_pillow(
+    kernel: ModuleType, device: torch.device, seed: int
+) -> None:
+    image = photo_like(241, 323, seed)
+    gray = kernel.img2gray(image.to(device)).cpu()
+    torch.testing.assert_close(gray, pillow_gray(image), rtol=0, atol=0)
+
+
+def test_uint8_every_colour_is_bit_exact_with_pillow(
+    kernel: ModuleType, device: torch.device
+) -> None:
+    # All 2^24 RGB colours, as a 4096 x 4096 image.
+    codes = torch.arange(2**24, dtype=torch.int32)
+    image = torch.stack([codes >> 16, (codes >> 8) & 255, codes & 255], dim=-1)
+    image = image.to(torch.uint8).reshape(4096, 4096, 3)
+    gray = kernel.img2gray(image.to(device)).cpu()
+    torch.testing.assert_close(gray, pillow_gray(image), rtol=0, atol=0)
+
+
+def test_reference_is_bit_exact_with_pillow() -> None:
+    image = photo_like(64, 96, seed=3)
+    torch.testing.assert_close(reference(image), pillow_gray(image), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_float_extremes(kernel: ModuleType, device: torch.device, dtype: torch.dtype) -> None:
+    image = torch.tensor(
+        [[[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]],
+        dtype=dtype,
+        device=device,
+    )
+    expected = torch.tensor([[0.0, 1.0, 0.299, 0.587, 0.114]], dtype=dtype, device=device)
+    torch.testing.assert_close(kernel.img2gray(image), expected)
+
+
+# --- out= and strides --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(7, 13), (2, 3, 9, 11), (0, 5)], ids=["7x13", "2x3x9x11", "0x5"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_out(
+    kernel: ModuleType, device: torch.device, dtype: torch.dtype, shape: tuple[int, ...]
+) -> None:
+    image = random_image(shape, dtype, device)
+    out = torch.full(shape, 7, dtype=dtype, device=device)
+    result = kernel.img2gray(image, out=out)
+    assert result is out
+    torch.testing.assert_close(out, reference(image))
+
+
+NON_CONTIGUOUS_OUTS: dict[str, Callable[[torch.device], torch.Tensor]] = {
+    "transposed": lambda device: torch.empty(13, 7, device=device).t(),
+    "strided": lambda device: torch.empty(7, 26, device=device)[:, ::2],
+    "batch-permuted": lambda device: torch.empty(13, 7, 2, device=device).permute(2, 1, 0)[0],
+}
+
+
+@pytest.mark.parametrize(
+    "make_out", list(NON_CONTIGUOUS_OUTS.values()), ids=list(NON_CONTIGUOUS_OUTS)
+)
+def test_non_contiguous_out(
+    kernel: ModuleType, device: torch.device, make_out: Callable[[torch.device], torch.Tensor]
+) -> None:
+    out = make_out(device)
+    assert not out.is_contiguous()
+    image = random_image((7, 13), torch.float32, device)
+    kernel.img2gray(image, out=out)
+    torch.testing.assert_close(out, reference(image))
+
+
+def test_out_aliasing_the_image(kernel: ModuleType, device: torch.device) -> None:
+    image = random_image((7, 13), torch.float32, device)
+    expected = reference(image)
+    kernel.img2gray(image, out=image[..., 0])  # reads all of image before writing its R plane
+    torch.testing.assert_close(image[..., 0], expected)
+
+
+def test_contiguous_out_overlapping_the_image(kernel: ModuleType, device: torch.device) -> None:
+    buffer = random_image((7, 13), torch.float32, device).flatten()
+    image = buffer.view(7, 13, 3)
+    expected = reference(image)
+    out = buffer[2 * 7 * 13 :].view(7, 13)  # the last third of the image's memory
+    kernel.img2gray(image, out=out)
+    torch.testing.assert_close(out, expected)
+
+
+NON_CONTIGUOUS_IMAGES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "column-slice": lambda base: base[:, ::2],
+    "planar-permuted": lambda base: base.permute(2, 0, 1).contiguous().permute(1, 2, 0),
+    "transposed": lambda base: base.transpose(0, 1),
+    "rgba-slice": lambda base: torch.cat([base, base[..., :1]], dim=-1)[..., :3],
+    "broadcast-batch": lambda base: base.expand(3, *base.shape),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float32], ids=dtype_id)
+@pytest.mark.parametrize(
+    "view", list(NON_CONTIGUOUS_IMAGES.values()), ids=list(NON_CONTIGUOUS_IMAGES)
+)
+def test_non_contiguous_image(
+    kernel: ModuleType,
+    device: torch.device,
+    dtype: torch.dtype,
+    view: Callable[[torch.Tensor], torch.Tensor],
+) -> None:
+    image = view(random_image((9, 14), dtype, device))
+    assert not image.is_contiguous()
+    torch.testing.assert_close(kernel.img2gray(image), reference(image.contiguous()))
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+BAD_IMAGES: dict[str, tuple[Callable[[str | torch.device], torch.Tensor], str]] = {
+    "int32": (
+        lambda device: torch.zeros(4, 5, 3, dtype=torch.int32, device=device),
+        r"image has dtype int32, but the supported dtypes are uint8, float32, float16, bfloat16",
+    ),
+    "bool": (
+        lambda device: torch.zeros(4, 5, 3, dtype=torch.bool, device=device),
+        r"image has dtype bool, but the supported dtypes are uint8",
+    ),
+    "4-channels": (
+        lambda device: torch.zeros(4, 5, 4, device=device),
+        r"the last dimension of image must be 3 .*got shape \[4, 5, 4\]",
+    ),
+    "channels-first": (
+        lambda device: torch.zeros(3, 4, 5, device=device),
+        r"the last dimension of image must be 3 .*got shape \[3, 4, 5\]",
+    ),
+    "2-dims": (
+        lambda device: torch.zeros(5, 3, device=device),
+        r"image must have at least 3 dimensions, .*got 2 with shape \[5, 3\]",
+    ),
+    "0-dims": (
+        lambda device: torch.zeros((), device=device),
+        r"image must have at least 3 dimensions, .*got 0 with shape \[\]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_IMAGES.values()), ids=list(BAD_IMAGES))
+def test_rejects_bad_image(
+    kernel: ModuleType,
+    device: torch.device,
+    case: tuple[Callable[[str | torch.device], torch.Tensor], str],
+) -> None:
+    make_image, message = case
+    with pytest.raises(RuntimeError, match=message):
+        kernel.img2gray(make_image(device))
+    with pytest.raises(RuntimeError, match=message):
+        kernel.img2gray(make_image(device), out=torch.empty(4, 5, device=device))
+
+
+@pytest.mark.parametrize("case", list(BAD_IMAGES.values()), ids=list(BAD_IMAGES))
+def test_fake_rejects_bad_image_like_the_kernel(
+    kernel: ModuleType, case: tuple[Callable[[str | torch.device], torch.Tensor], str]
+) -> None:
+    # The meta device runs the fake implementation, which torch.compile traces with.
+    make_image, message = case
+    with pytest.raises(RuntimeError, match=message):
+        kernel.img2gray(make_image("meta"))
+
+
+def test_fake_has_the_result_shape(kernel: ModuleType) -> None:
+    gray = kernel.img2gray(torch.empty(2, 4, 5, 3, dtype=torch.bfloat16, device="meta"))
+    assert (gray.shape, gray.dtype, gray.device.type) == ((2, 4, 5), torch.bfloat16, "meta")
+
+
+BAD_OUTS: dict[str, tuple[Callable[[torch.device], torch.Tensor], str]] = {
+    "shape": (
+        lambda device: torch.empty(5, 4, device=device),
+        r"out must have shape \[4, 5\] .*got \[5, 4\]",
+    ),
+    "rank": (
+        lambda device: torch.empty(4, 5, 1, device=device),
+        r"out must have shape \[4, 5\] .*got \[4, 5, 1\]",
+    ),
+    "dtype": (
+        lambda device: torch.empty(4, 5, dtype=torch.float16, device=device),
+        r"out must have the dtype of image, float32, got float16",
+    ),
+    "overlapping": (
+        lambda device: torch.empty(1, 1, device=device).expand(4, 5),
+        r"more than one element of the written-to tensor refers to a single memory location",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_OUTS.values()), ids=list(BAD_OUTS))
+def test_rejects_bad_out(
+    kernel: ModuleType,
+    device: torch.device,
+    case: tuple[Callable[[torch.device], torch.Tensor], str],
+) -> None:
+    make_out, message = case
+    with pytest.raises(RuntimeError, match=message):
+        kernel.img2gray(torch.zeros(4, 5, 3, device=device), out=make_out(device))
+
+
+@needs_cuda_backend
+@pytest.mark.parametrize("out_on_gpu", [True, False], ids=["out-on-gpu", "image-on-gpu"])
+def test_rejects_image_and_out_on_different_devices(out_on_gpu: bool) -> None:
+    kernel = load_kernel("cuda")
+    image_device, out_device = ("cpu", "cuda") if out_on_gpu else ("cuda", "cpu")
+    image = torch.zeros(4, 5, 3, device=image_device)
+    out = torch.empty(4, 5, device=out_device)
+    with pytest.raises(RuntimeError, match=r"out and image must be on the same device"):
+        kernel.img2gray(image, out=out)
+
+
+# --- PyTorch integration -----------------------------------------------------------------------
+
+OPCHECK_CASES = {
+    "uint8-3x5x17": ((3, 5, 17), torch.uint8, False),
+    "float32-7x13": ((7, 13), torch.float32, False),
+    "float32-7x13-grad": ((7, 13), torch.float32, True),
+    "float16-2x3x9x11": ((2, 3, 9, 11), torch.float16, False),
+    "bfloat16-0x5": ((0, 5), torch.bfloat16, False),
+}
+
+
+@pytest.mark.parametrize("case", list(OPCHECK_CASES.values()), ids=list(OPCHECK_CASES))
+def test_opcheck(
+    kernel: ModuleType, device: torch.device, case: tuple[tuple[int, ...], torch.dtype, bool]
+) -> None:
+    shape, dtype, requires_grad = case
+    image = random_image(shape, dtype, device).requires_grad_(requires_grad)
+    torch.library.opcheck(kernel.ops.img2gray.default, (image,))
+    out = torch.empty(shape, dtype=dtype, device=device)
+    torch.library.opcheck(kernel.ops.img2gray_out.default, (out, image.detach()))
+
+
+def test_gradient(kernel: ModuleType, device: torch.device) -> None:
+    image = random_image((3, 4), torch.float64, device).requires_grad_()
+    assert torch.autograd.gradcheck(kernel.img2gray, (image,))
+
+
+@pytest.mark.parametrize("use_out", [False, True], ids=["functional", "out"])
+def test_torch_compile(kernel: ModuleType, device: torch.device, use_out: bool) -> None:
+    def brighten_and_gray(image: torch.Tensor) -> torch.Tensor:
+        brighter = (image * 1.5).clamp(max=1.0)
+        if use_out:
+            out = torch.empty(brighter.shape[:-1], dtype=brighter.dtype, device=brighter.device)
+            return kernel.img2gray(brighter, out=out) * 2
+        return kernel.img2gray(brighter) * 2
+
+    image = random_image((2, 31, 33), torch.float32, device)
+    compiled = torch.compile(brighten_and_gray, fullgraph=True)
+    torch.testing.assert_close(compiled(image), brighten_and_gray(image))
+
+
+@requires_cpu_and_cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_cpu_and_cuda_agree(dtype: torch.dtype) -> None:
+    image = random_image((3, 67, 129), dtype)
+    on_cpu = load_kernel("cpu").img2gray(image)
+    on_cuda = load_kernel("cuda").img2gray(image.cuda())
+    if dtype == torch.uint8:
+        torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=0, atol=0)
+    else:
+        torch.testing.assert_close(on_cuda.cpu(), on_cpu)
