@@ -26,7 +26,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(soft_wrap=True)
 error_console = Console(stderr=True, soft_wrap=True)
 
 P = ParamSpec("P")
