@@ -144,3 +144,32 @@ def test_add_cpu_backend_to_a_cuda_only_project(tmp_path: Path) -> None:
     build_project(project, backend="cpu")
     check_against_pillow(project)
     run_generated_tests(project)
+
+
+def test_example_script_converts_a_photograph_like_pillow(
+    img2gray_cpu: Path, tmp_path: Path
+) -> None:
+    from PIL import Image, ImageDraw, ImageFilter
+
+    photo = Image.new("RGB", (1023, 767))
+    draw = ImageDraw.Draw(photo)
+    for x in range(1023):
+        draw.line([(x, 0), (x, 766)], fill=(x % 256, (x * 3) % 256, 255 - x % 256))
+    draw.ellipse([200, 150, 700, 600], fill=(220, 120, 40))
+    photo = photo.filter(ImageFilter.GaussianBlur(3))
+    photo.save(tmp_path / "photo.jpg", quality=85)  # JPEG: real-world chroma noise
+
+    output = run(
+        [
+            sys.executable,
+            "example.py",
+            tmp_path / "photo.jpg",
+            tmp_path / "gray.png",
+            "--device",
+            "cpu",
+        ],
+        cwd=img2gray_cpu,
+    )
+    assert "pixels differing from Pillow's convert('L'): 0" in output, output
+    gray = Image.open(tmp_path / "gray.png")
+    assert gray.mode == "L" and gray.size == (1023, 767)

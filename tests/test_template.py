@@ -44,6 +44,7 @@ def expected_files(spec: ProjectSpec) -> set[str]:
         ".gitignore",
         "README.md",
         "build.toml",
+        "example.py",
         "flake.nix",
         "benchmarks/benchmark.py",
         f"csrc/{op}.h",
