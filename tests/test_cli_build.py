@@ -1,4 +1,4 @@
-"""`kscaffold build` through the CLI: errors are one line, compile errors keep the compiler's output."""
+"""`kscaffold build` through the CLI: one-line errors; compile errors keep the compiler output."""
 
 from __future__ import annotations
 
