@@ -206,6 +206,33 @@ def check(path: ProjectPath = Path(".")) -> None:
         raise typer.Exit(1)
 
 
+@app.command()
+@reports_errors
+def publish(
+    version: Annotated[
+        str, typer.Argument(help="Release version X.Y.Z (X = build.toml's version).")
+    ],
+    path: ProjectPath = Path("."),
+    repo_id: Annotated[
+        str | None, typer.Option(help="Hub repository (default: [general.hub] repo-id).")
+    ] = None,
+    private: Annotated[bool, typer.Option(help="Create the repository as private.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check and list what would be uploaded.")
+    ] = False,
+) -> None:
+    """Release the project on the Hugging Face Hub: branch vX, tag vX.Y.Z, card and build/."""
+    from scaffold.publish import publish as publish_release
+
+    plan = publish_release(path, version, repo_id=repo_id, private=private, dry_run=dry_run)
+    verb = "Would upload" if dry_run else "Uploaded"
+    console.print(f"{verb} {len(plan.files)} files to {plan.repo_id}@{plan.branch}, tag {plan.tag}")
+    console.print(f"Variants: {', '.join(plan.variants)}")
+    if not dry_run:
+        major = plan.branch.removeprefix("v")
+        console.print(f'Load with: get_kernel("{plan.repo_id}", version={major})')
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
