@@ -219,6 +219,13 @@ def replace_with_user_op(project: Path) -> None:
         + '  ops.def("scale_(Tensor(a!) x, float alpha) -> ()");\n'
         + "}\n"
     )
+    (project / "torch-ext" / "my_kernel" / "__init__.py").write_text(
+        "import torch\n\nfrom ._ops import add_op_namespace_prefix, ops\n\n\n"
+        "def scale(x: torch.Tensor, alpha: float) -> torch.Tensor:\n"
+        "    return ops.scale(x, alpha)\n\n\n"
+        '@torch.library.register_fake(add_op_namespace_prefix("scale"))\n'
+        "def _(x, alpha, *, chunk=None):\n    return torch.empty_like(x)\n"
+    )
     (project / "csrc" / "cuda" / "relu.cu").unlink()
     (project / "csrc" / "cuda" / "scale.cu").write_text("// my CUDA kernel\n")
     build_toml = project / "build.toml"

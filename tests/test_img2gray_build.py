@@ -173,3 +173,42 @@ def test_example_script_converts_a_photograph_like_pillow(
     assert "pixels differing from Pillow's convert('L'): 0" in output, output
     gray = Image.open(tmp_path / "gray.png")
     assert gray.mode == "L" and gray.size == (1023, 767)
+
+
+def test_skeleton_for_a_user_op_compiles_registers_and_names_the_file(tmp_path: Path) -> None:
+    from tests.test_evolve import replace_with_user_op
+
+    project = create_project(ProjectSpec.parse("my-kernel"), tmp_path / "my-kernel")
+    replace_with_user_op(project)
+    add_backend(project, "cpu")
+    commit_all(project, "add the cpu backend")
+    build_project(project, backend="cpu")
+
+    call = (
+        "import sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
+        "kernel = get_local_kernel(Path(sys.argv[1]), backend='cpu')\n"
+        "try:\n    kernel.ops.scale(torch.ones(3), 2.0)\n"
+        "except NotImplementedError as error:\n    print('raised:', error)\n"
+    )
+    output = run([sys.executable, "-c", call, project])
+    assert "raised: my_kernel: scale has no CPU implementation yet" in output, output
+    assert "write it in csrc/cpu/my_kernel_cpu.cpp" in output, output
+
+    # The generated tests of the cpu backend are expected to fail until the skeleton is written.
+    tests = project / "tests" / "test_scale_cpu.py"
+    tests.write_text(
+        "from .conftest import load_kernel\nimport torch\n\n"
+        "def test_scale(backend):\n"
+        "    kernel = load_kernel(backend)\n"
+        "    result = kernel.ops.scale(torch.ones(2), 2.0)\n"
+        "    torch.testing.assert_close(result, torch.full((2,), 2.0))\n"
+    )
+    (project / "tests" / "test_relu.py").unlink()  # the template's relu tests: relu is gone
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rx", "-p", "no:cacheprovider", "tests"],
+        cwd=project, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "1 xfailed" in result.stdout and "csrc/cpu/my_kernel_cpu.cpp is a skeleton" in result.stdout
+    ), result.stdout
