@@ -15,8 +15,10 @@ import re
 import shutil
 import subprocess
 import sysconfig
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ninja
 
@@ -97,16 +99,22 @@ def _read_assignments(path: Path, names: tuple[str, ...]) -> dict[str, str]:
     return found
 
 
-def _probe_cxx11_abi() -> bool:
-    import torch  # seconds to import: reached only when the cached answer is missing or stale
+def _import_torch() -> Any:
+    # torch warns at import about optional packages (numpy) the build never uses.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import torch
+    return torch
 
+
+def _probe_cxx11_abi() -> bool:
+    torch = _import_torch()  # seconds: reached only when the cached answer is missing or stale
     return bool(torch.compiled_with_cxx11_abi())
 
 
 def visible_gpu_capabilities() -> tuple[tuple[int, int], ...]:
     """Compute capabilities of the CUDA GPUs this process can see (none without a GPU)."""
-    import torch  # needed only when no arch was given, and then only for a CUDA build
-
+    torch = _import_torch()  # needed only when no arch was given, and only for a CUDA build
     if not torch.cuda.is_available():
         return ()
     capabilities = {torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())}
