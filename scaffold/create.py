@@ -158,7 +158,8 @@ def create_project(
             rendered.rename(destination)
         else:
             _copy_into(rendered, destination)
-        if git and not gitutil.is_inside_work_tree(destination):
+        # The project is its own repository (one Hub repo per kernel), even inside another one.
+        if git and not (destination / ".git").exists():
             gitutil.init_and_commit(destination, f"Create {spec.name} with kscaffold")
             # The first commit is the pristine rendering: keep it as the baseline for merges.
             gitutil.run_git(destination, "update-ref", BASELINE_REF, "HEAD")

@@ -51,7 +51,8 @@ def init_and_commit(repo: Path, message: str) -> None:
 
 
 def has_uncommitted_changes(repo: Path) -> bool:
-    return bool(run_git(repo, "status", "--porcelain").stdout.strip())
+    # Only the project's own folder counts when it sits inside a larger repository.
+    return bool(run_git(repo, "status", "--porcelain", "--", ".").stdout.strip())
 
 
 def read_ref_files(repo: Path, ref: str) -> dict[str, bytes] | None:

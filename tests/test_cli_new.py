@@ -117,3 +117,12 @@ def test_failure_after_writing_removes_what_was_written(
         code, output = invoke("new", "my-kernel", "--dest", destination)
         assert code == 1 and "git exploded" in output, output
     assert snapshot(tmp_path) == {} and [p.name for p in tmp_path.iterdir()] == ["empty"]
+
+
+def test_new_inside_another_repository_gets_its_own(tmp_path: Path) -> None:
+    run(["git", "init", "-q"], cwd=tmp_path)
+    code, output = invoke("new", "my-kernel", "--dest", tmp_path / "kernels" / "my-kernel")
+    assert code == 0, output
+    project = tmp_path / "kernels" / "my-kernel"
+    assert run(["git", "rev-parse", "--show-toplevel"], cwd=project).strip() == str(project)
+    assert run(["git", "status", "--porcelain"], cwd=project) == ""
