@@ -115,7 +115,7 @@ def test_conflict_stops_with_file_and_lines_and_changes_nothing(tmp_path: Path) 
     conftest = project / "tests" / "conftest.py"
     conftest.write_text(
         conftest.read_text().replace(
-            'BACKENDS: tuple[str, ...] = ("cuda", )', 'BACKENDS: tuple[str, ...] = ("cuda", "mine")'
+            'BACKENDS: tuple[str, ...] = ("cuda",)', 'BACKENDS: tuple[str, ...] = ("cuda", "mine")'
         )
     )
     commit_all(project)

@@ -175,6 +175,43 @@ def test_example_script_converts_a_photograph_like_pillow(
     assert gray.mode == "L" and gray.size == (1023, 767)
 
 
+def test_example_script_turns_a_rotated_phone_photo_upright(
+    img2gray_cpu: Path, tmp_path: Path
+) -> None:
+    from PIL import Image, ImageDraw
+
+    # Stored landscape 400x300, tagged "rotate 90° clockwise to view" (EXIF orientation 6), as
+    # phones save portrait shots: viewers show it 300x400, and so must the grayscale result.
+    photo = Image.new("RGB", (400, 300), (30, 140, 220))
+    ImageDraw.Draw(photo).rectangle([0, 0, 99, 299], fill=(240, 200, 10))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    photo.save(tmp_path / "phone.jpg", quality=90, exif=exif)
+    command = [sys.executable, "example.py", tmp_path / "phone.jpg", tmp_path / "gray.png"]
+
+    output = run([*command, "--device", "cpu"], cwd=img2gray_cpu)
+
+    assert "(300x400)" in output and "convert('L'): 0" in output, output
+    gray = Image.open(tmp_path / "gray.png")
+    upright = Image.open(tmp_path / "phone.jpg").transpose(Image.Transpose.ROTATE_270)
+    assert gray.size == (300, 400)
+    assert gray.tobytes() == upright.convert("L").tobytes()
+
+
+def test_example_script_reports_an_unreadable_image(img2gray_cpu: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.jpg").write_text("not a picture")
+    command = [sys.executable, "example.py", tmp_path / "notes.jpg", tmp_path / "gray.png"]
+
+    result = subprocess.run(
+        [*command, "--device", "cpu"], cwd=img2gray_cpu, capture_output=True, text=True
+    )
+
+    assert result.returncode == 1
+    assert f"Cannot read {tmp_path / 'notes.jpg'} as an image" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "gray.png").exists()
+
+
 def test_skeleton_for_a_user_op_compiles_registers_and_names_the_file(tmp_path: Path) -> None:
     from tests.test_evolve import replace_with_user_op
 

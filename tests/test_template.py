@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def expected_files(spec: ProjectSpec) -> set[str]:
         "build.toml",
         "example.py",
         "flake.nix",
+        "ruff.toml",
         "benchmarks/benchmark.py",
         f"csrc/{op}.h",
         "tests/__init__.py",
@@ -147,3 +149,14 @@ def test_gitignore_covers_build_outputs(rendered: tuple[ProjectSpec, Path]) -> N
     for pattern in ("/build/", "/.kscaffold/", "__pycache__/", "/torch-ext/registration.h"):
         assert pattern in ignored
     assert "*.so filter=lfs" in (project / ".gitattributes").read_text()
+
+
+def test_generated_python_is_lint_clean_and_formatted(rendered: tuple[ProjectSpec, Path]) -> None:
+    """The user's first `ruff check` / `ruff format` of a fresh project changes nothing."""
+    _, project = rendered
+    ruff = [sys.executable, "-m", "ruff"]
+    if subprocess.run([*ruff, "--version"], capture_output=True).returncode != 0:
+        pytest.skip("ruff is not installed (pip install -e '.[test]')")
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        result = subprocess.run([*ruff, *command], cwd=project, capture_output=True, text=True)
+        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"

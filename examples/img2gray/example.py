@@ -15,32 +15,46 @@ from pathlib import Path
 import numpy as np
 import torch
 from kernels import get_local_kernel
-from PIL import Image
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 
 
+def read_rgb(path: Path) -> np.ndarray:
+    """The photograph as an HxWx3 uint8 array, turned upright as its EXIF orientation says."""
+    try:
+        with Image.open(path) as image:
+            return np.array(ImageOps.exif_transpose(image).convert("RGB"))
+    except (OSError, UnidentifiedImageError) as error:
+        sys.exit(f"Cannot read {path} as an image: {error}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("image", type=Path, help="an RGB photograph (any format Pillow reads)")
+    parser.add_argument("image", type=Path, help="a photograph, in any format Pillow reads")
     parser.add_argument("output", type=Path, help="where to write the grayscale image")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
 
-    backend = "cuda" if args.device.startswith("cuda") else "cpu"
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("--device cuda needs a CUDA GPU, and torch sees none: use --device cpu.")
     try:
-        kernel = get_local_kernel(PROJECT_ROOT, backend=backend)
+        kernel = get_local_kernel(PROJECT_ROOT, backend=device.type)
     except FileNotFoundError as error:
-        sys.exit(f"No {backend} build in {PROJECT_ROOT / 'build'}: run `kscaffold build` first.\n{error}")
+        build = PROJECT_ROOT / "build"
+        sys.exit(f"No {device.type} build in {build}: run `kscaffold build` first.\n{error}")
 
-    rgb = np.array(Image.open(args.image).convert("RGB"))
-    image = torch.from_numpy(rgb).to(args.device)
-    gray = kernel.img2gray(image).cpu().numpy()
-    Image.fromarray(gray).save(args.output)
+    rgb = read_rgb(args.image)
+    gray = kernel.img2gray(torch.from_numpy(rgb).to(device)).cpu().numpy()
+    try:
+        Image.fromarray(gray).save(args.output)
+    except (OSError, ValueError) as error:
+        sys.exit(f"Cannot write {args.output}: {error}")
 
     pillow = np.asarray(Image.fromarray(rgb).convert("L"))
     differing = int((gray != pillow).sum())
-    print(f"{args.image} ({rgb.shape[1]}x{rgb.shape[0]}) -> {args.output} on {args.device}")
+    print(f"{args.image} ({rgb.shape[1]}x{rgb.shape[0]}) -> {args.output} on {device}")
     print(f"pixels differing from Pillow's convert('L'): {differing}")
     if differing:
         sys.exit(1)
@@ -48,4 +62,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

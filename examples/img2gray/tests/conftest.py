@@ -11,7 +11,7 @@ import torch
 from kernels import get_local_kernel
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-BACKENDS: tuple[str, ...] = ("cuda", "cpu", )
+BACKENDS: tuple[str, ...] = ("cuda", "cpu")
 NO_GPU = "needs a CUDA GPU: torch.cuda.is_available() is False"
 
 
@@ -34,9 +34,7 @@ def device_for(backend: str) -> torch.device:
 
 def _backend_param(backend: str) -> object:
     needs_gpu = backend == "cuda" and not torch.cuda.is_available()
-    return pytest.param(
-        backend, id=backend, marks=pytest.mark.skipif(needs_gpu, reason=NO_GPU)
-    )
+    return pytest.param(backend, id=backend, marks=pytest.mark.skipif(needs_gpu, reason=NO_GPU))
 
 
 @pytest.fixture(params=[_backend_param(backend) for backend in BACKENDS])
