@@ -11,6 +11,7 @@ from typing import Annotated, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
+from scaffold._version import __version__
 from scaffold.checks import check_project, has_errors
 from scaffold.clean import clean_project
 from scaffold.create import EXAMPLES, ProjectSpec, create_project
@@ -52,8 +53,21 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _print_version(requested: bool) -> None:
+    if requested:
+        console.print(f"kscaffold {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def root() -> None:
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
     """Create, build, check and publish Hugging Face kernel-builder projects."""
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import tempfile
 import warnings
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
 
 ANSWERS_FILE = ".copier-answers.yml"
@@ -31,11 +31,12 @@ def template_dir() -> Path:
 
 
 def kscaffold_version() -> str:
-    """The installed kscaffold version, recorded in every project's answers file."""
-    try:
-        return metadata.version("kscaffold")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    """The running kscaffold's version, recorded in every project's answers file.
+
+    Read from the package itself rather than from installed metadata, so that a source checkout
+    on ``PYTHONPATH`` records the same version as the wheel built from it.
+    """
+    return __version__
 
 
 def render(answers: dict[str, Any], destination: Path) -> None:

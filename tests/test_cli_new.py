@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scaffold import create
+from scaffold._version import __version__
 from scaffold.cli import app
 from tests.helpers import run, snapshot
 
@@ -17,6 +18,14 @@ runner = CliRunner()
 def invoke(*args: str | Path) -> tuple[int, str]:
     result = runner.invoke(app, [str(a) for a in args])
     return result.exit_code, result.output
+
+
+def test_version_is_the_one_recorded_in_new_projects(tmp_path: Path) -> None:
+    code, output = invoke("--version")
+    assert code == 0 and output.strip() == f"kscaffold {__version__}"
+    invoke("new", "my-kernel", "--dest", tmp_path / "my-kernel", "--no-git")
+    answers = (tmp_path / "my-kernel" / ".copier-answers.yml").read_text()
+    assert f'_kscaffold_version: "{__version__}"' in answers
 
 
 def test_new_creates_a_committed_project(tmp_path: Path) -> None:

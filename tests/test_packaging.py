@@ -6,6 +6,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+from scaffold._version import __version__
 from tests.helpers import REPO_ROOT, run
 
 
@@ -15,6 +16,7 @@ def test_wheel_ships_the_template_and_the_console_script(tmp_path: Path) -> None
         cwd=tmp_path,
     )
     (wheel,) = tmp_path.glob("kscaffold-*.whl")
+    assert wheel.name.startswith(f"kscaffold-{__version__}-"), "the version has one source"
     names = set(zipfile.ZipFile(wheel).namelist())
     template_files = {
         f"scaffold/_template/{path.relative_to(REPO_ROOT / 'template').as_posix()}"
