@@ -1,11 +1,17 @@
-"""Test-suite policy: on CI every tool a test can use is installed, so its absence is a failure."""
+"""Test-suite policy and shared fixtures.
+
+On CI every tool a test can use is installed, so a skip for its absence is a failure.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
+
+from tests.projects import copy_project, new_project
 
 #: Skip reasons that mean "a tool is missing" (never "no GPU": CI has none, by design).
 TOOL_SKIPS = (
@@ -31,3 +37,15 @@ def pytest_runtest_makereport(
     if any(tool in reason for tool in TOOL_SKIPS):
         report.outcome = "failed"
         report.longrepr = f"{REQUIRE_TOOLS} is set, but this test was skipped: {reason}"
+
+
+@pytest.fixture(scope="module")
+def template_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh CPU+CUDA project, generated once per module (tests change copies of it)."""
+    return new_project(tmp_path_factory.mktemp("template") / "my-kernel")
+
+
+@pytest.fixture
+def project(template_project: Path, tmp_path: Path) -> Path:
+    """A copy of ``template_project`` that the test may change."""
+    return copy_project(template_project, tmp_path / "my-kernel")

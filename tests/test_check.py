@@ -15,7 +15,7 @@ from scaffold.checks import config as config_rule
 from scaffold.cli import app
 from scaffold.errors import NotAProjectError
 from tests.helpers import EXAMPLES_DIR
-from tests.projects import commit_all, copy_project, new_project, simulate_build
+from tests.projects import commit_all, new_project, simulate_build
 
 runner = CliRunner()
 
@@ -29,16 +29,6 @@ ALL_ARCHS = frozenset(
 def full_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pretend a CUDA 13 nvcc that supports every arch (tests of that rule override it)."""
     monkeypatch.setattr(archs_rule, "_local_nvcc", lambda: (ALL_ARCHS, "13.0"))
-
-
-@pytest.fixture(scope="module")
-def template_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return new_project(tmp_path_factory.mktemp("template") / "my-kernel")
-
-
-@pytest.fixture
-def project(template_project: Path, tmp_path: Path) -> Path:
-    return copy_project(template_project, tmp_path / "my-kernel")
 
 
 def describe(findings: list[Finding]) -> str:

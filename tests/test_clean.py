@@ -32,17 +32,6 @@ runner = CliRunner()
 PYTHON_NAME = "my_kernel"
 
 
-@pytest.fixture(scope="module")
-def template_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh CPU+CUDA project, generated once for the module (copy it before changing it)."""
-    return new_project(tmp_path_factory.mktemp("template") / "my-kernel")
-
-
-@pytest.fixture
-def project(template_project: Path, tmp_path: Path) -> Path:
-    return copy_project(template_project, tmp_path / "my-kernel")
-
-
 def folders(root: Path) -> set[str]:
     """Every folder under ``root`` except git's, as relative POSIX paths."""
     found = set()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from scaffold.cli import app
 from scaffold.errors import PublishError
 from scaffold.publish import publish
-from tests.projects import copy_project, new_project, simulate_build
+from tests.projects import new_project, simulate_build
 
 
 class FakeHub:
@@ -37,11 +37,6 @@ def template_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = new_project(tmp_path_factory.mktemp("template") / "my-kernel")
     simulate_build(project)
     return project
-
-
-@pytest.fixture
-def project(template_project: Path, tmp_path: Path) -> Path:
-    return copy_project(template_project, tmp_path / "my-kernel")
 
 
 def test_release_makes_the_expected_hub_calls(project: Path) -> None:
