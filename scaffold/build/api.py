@@ -10,6 +10,7 @@ from pathlib import Path
 
 from scaffold.build.archs import ArchPolicy, make_arch_policy
 from scaffold.build.compdb import update_compile_commands
+from scaffold.build.deps import resolve_dependencies
 from scaffold.build.install import install_variant, python_files, remove_stale_libraries
 from scaffold.build.ninjafile import write_if_changed, write_scratch_files
 from scaffold.build.plan import Toolchain, VariantPlan, plan_variant
@@ -98,7 +99,7 @@ def build_project(
 
     sources = [project / BUILD_TOML, *(project / s for s in config.source_files())]
     uid = project_uid(project, [*sources, *python_files(config)])
-    plans = [_plan(config, name, uid, tools, archs) for name in selected]
+    plans = [_plan(config, name, uid, tools, archs, reporter) for name in selected]
     # A folder git and tools should leave alone, whatever the project's .gitignore says.
     write_if_changed(state / ".gitignore", "*\n")
 
@@ -209,9 +210,17 @@ def _arch_policy(toolkit: CudaToolkit, requested: Sequence[str] | None) -> ArchP
 
 
 def _plan(
-    config: BuildConfig, backend: str, uid: str, tools: Toolchain, archs: ArchPolicy | None
+    config: BuildConfig,
+    backend: str,
+    uid: str,
+    tools: Toolchain,
+    archs: ArchPolicy | None,
+    reporter: BuildReporter,
 ) -> VariantPlan:
     variant = variant_name(tools.torch, backend)
+    dependencies = resolve_dependencies(config.kernels_for(backend))
+    for note in dependencies.notes:
+        reporter.note(note)
     return plan_variant(
         config,
         backend=backend,
@@ -220,4 +229,5 @@ def _plan(
         scratch=config.project / STATE_DIR / "build" / variant,
         tools=tools,
         archs=archs if backend == "cuda" else None,
+        dependency_dirs=dependencies.include_dirs,
     )

@@ -6,6 +6,7 @@ variant's: the CUDA variant has no CPU kernels and the CPU variant no CUDA ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -82,8 +83,13 @@ def plan_variant(
     scratch: Path,
     tools: Toolchain,
     archs: ArchPolicy | None,
+    dependency_dirs: Mapping[str, tuple[Path, ...]] | None = None,
 ) -> VariantPlan:
-    """Compile steps and link flags for ``backend``; ``archs`` is required for CUDA."""
+    """Compile steps and link flags for ``backend``; ``archs`` is required for CUDA.
+
+    ``dependency_dirs`` maps a kernel table's label to the include folders of the libraries it
+    ``depends`` on (see :mod:`scaffold.build.deps`).
+    """
     project = config.project
     cuda = tools.cuda if backend == "cuda" else None
     if backend == "cuda" and (cuda is None or archs is None):
@@ -100,9 +106,11 @@ def plan_variant(
         system_dirs += tools.cuda_include_dirs
     std = f"-std={tools.torch.cxx_standard}"
 
-    def includes(extra: tuple[str, ...]) -> list[str]:
+    def includes(extra: tuple[str, ...], kernel: KernelSection | None) -> list[str]:
         local = [scratch / "include", *local_dirs, *(project / path for path in extra)]
-        return [f"-I{d}" for d in local] + [f for d in system_dirs for f in ("-isystem", str(d))]
+        libraries = (dependency_dirs or {}).get(kernel.label, ()) if kernel is not None else ()
+        system = [*libraries, *system_dirs]
+        return [f"-I{d}" for d in local] + [f for d in system for f in ("-isystem", str(d))]
 
     steps: dict[str, CompileStep] = {}
     owners: dict[str, str] = {}
@@ -119,7 +127,8 @@ def plan_variant(
             if suffix in _HEADER_SUFFIXES:
                 continue
             if suffix in _CXX_SUFFIXES:
-                flags = [std, "-O3", "-fPIC", "-fno-gnu-unique", *defines, *includes(include)]
+                flags = [std, "-O3", "-fPIC", "-fno-gnu-unique", *defines]
+                flags += includes(include, kernel)
                 step = CompileStep(source, "cxx", (*flags, *cxx_flags))
             elif suffix in _CUDA_SUFFIXES and kernel is not None and cuda is not None:
                 assert archs is not None
@@ -128,7 +137,7 @@ def plan_variant(
                 flags = [
                     "-ccbin", str(tools.cxx), std, "-O3", "--expt-relaxed-constexpr",
                     "-Xcompiler", "-fPIC", "-Xcompiler", "-fno-gnu-unique",
-                    *defines, *includes(include),
+                    *defines, *includes(include, kernel),
                     *(flag for arch in kernel_archs for flag in arch.gencode_flags()),
                 ]  # fmt: skip
                 step = CompileStep(source, "nvcc", (*flags, *kernel.cuda_flags))
