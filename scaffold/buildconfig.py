@@ -131,6 +131,14 @@ class BuildConfig:
             )
 
 
+def find_project_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` that holds a ``build.toml``, as git finds .git."""
+    start = start.resolve()
+    return next(
+        (folder for folder in (start, *start.parents) if (folder / BUILD_TOML).is_file()), None
+    )
+
+
 def load_build_config(project: Path) -> BuildConfig:
     """Parse and validate ``<project>/build.toml``; does not check that source files exist."""
     path = project / BUILD_TOML

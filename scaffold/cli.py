@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from scaffold._version import __version__
+from scaffold.buildconfig import find_project_root
 from scaffold.checks import check_project, has_errors
 from scaffold.clean import clean_project
 from scaffold.create import EXAMPLES, ProjectSpec, create_project
@@ -102,8 +103,25 @@ def new(
 
 
 ProjectPath = Annotated[
-    Path, typer.Argument(help="The kernel project (default: the current folder).")
+    Path | None,
+    typer.Argument(
+        help="The kernel project (default: the folder holding build.toml, here or above).",
+        show_default=False,
+    ),
 ]
+
+
+def _project(path: Path | None) -> Path:
+    """``path`` if given; else the project around the current folder, named when not the cwd."""
+    if path is not None:
+        return path
+    root = find_project_root(Path.cwd())
+    if root is None or root == Path.cwd().resolve():
+        return Path(".")  # without a project, the command's own error says so
+    console.print(f"[dim]Project: {root}[/]", highlight=False)
+    return root
+
+
 ConflictMarkers = Annotated[
     bool,
     typer.Option(
@@ -130,20 +148,20 @@ def _print_evolve_report(report: EvolveReport) -> None:
 @reports_errors
 def add_backend_command(
     backend: Annotated[str, typer.Argument(help=f"One of {', '.join(SUPPORTED_BACKENDS)}.")],
-    path: ProjectPath = Path("."),
+    path: ProjectPath = None,
     conflict_markers: ConflictMarkers = False,
 ) -> None:
     """Add a backend to a project, keeping every edit you made."""
-    report = add_backend(path, backend, markers=conflict_markers)
+    report = add_backend(_project(path), backend, markers=conflict_markers)
     _print_evolve_report(report)
     console.print(f"Added the {backend} backend. Next: kscaffold build && python -m pytest tests")
 
 
 @app.command()
 @reports_errors
-def update(path: ProjectPath = Path("."), conflict_markers: ConflictMarkers = False) -> None:
+def update(path: ProjectPath = None, conflict_markers: ConflictMarkers = False) -> None:
     """Merge the installed kscaffold's template changes into a project."""
-    report = update_project(path, markers=conflict_markers)
+    report = update_project(_project(path), markers=conflict_markers)
     _print_evolve_report(report)
     console.print("Updated." if report.written or report.deleted else "Already up to date.")
 
@@ -161,7 +179,7 @@ def _parse_archs(value: str | None) -> list[str] | None:
 @app.command()
 @reports_errors
 def build(
-    path: ProjectPath = Path("."),
+    path: ProjectPath = None,
     backend: Annotated[
         str | None, typer.Option(help="Build only this backend (cpu or cuda).")
     ] = None,
@@ -180,23 +198,26 @@ def build(
     from scaffold.build import build_project
     from scaffold.build_progress import ConsoleBuildReporter
 
+    project = _project(path)
     reporter = ConsoleBuildReporter(console, error_console)
     try:
         results = build_project(
-            path, backend=backend, cuda_archs=_parse_archs(cuda_archs), jobs=jobs, reporter=reporter
+            project,
+            backend=backend,
+            cuda_archs=_parse_archs(cuda_archs),
+            jobs=jobs,
+            reporter=reporter,
         )
     finally:
         reporter.close()
-    console.print(
-        f"Built {len(results)} variant(s). Load with kernels.get_local_kernel(Path({str(path)!r}))",
-        soft_wrap=True,
-    )
+    load = f"kernels.get_local_kernel(Path({str(project)!r}))"
+    console.print(f"Built {len(results)} variant(s). Load with {load}", soft_wrap=True)
 
 
 @app.command()
 @reports_errors
 def clean(
-    path: ProjectPath = Path("."),
+    path: ProjectPath = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Only list what would be removed.")
     ] = False,
@@ -206,15 +227,15 @@ def clean(
     ] = False,
 ) -> None:
     """Remove generated files; never files git tracks or that kscaffold cannot prove it made."""
-    report = clean_project(path, dry_run=dry_run, include_build=all_)
+    report = clean_project(_project(path), dry_run=dry_run, include_build=all_)
     print_clean_report(console, report)
 
 
 @app.command()
 @reports_errors
-def check(path: ProjectPath = Path(".")) -> None:
+def check(path: ProjectPath = None) -> None:
     """Check that a project is ready to release; exit 1 if anything must be fixed first."""
-    findings = check_project(path)
+    findings = check_project(_project(path))
     print_findings(console, findings)
     if has_errors(findings):
         raise typer.Exit(1)
@@ -226,7 +247,7 @@ def publish(
     version: Annotated[
         str, typer.Argument(help="Release version X.Y.Z (X = build.toml's version).")
     ],
-    path: ProjectPath = Path("."),
+    path: ProjectPath = None,
     repo_id: Annotated[
         str | None, typer.Option(help="Hub repository (default: [general.hub] repo-id).")
     ] = None,
@@ -238,7 +259,9 @@ def publish(
     """Release the project on the Hugging Face Hub: branch vX, tag vX.Y.Z, card and build/."""
     from scaffold.publish import publish as publish_release
 
-    plan = publish_release(path, version, repo_id=repo_id, private=private, dry_run=dry_run)
+    plan = publish_release(
+        _project(path), version, repo_id=repo_id, private=private, dry_run=dry_run
+    )
     verb = "Would upload" if dry_run else "Uploaded"
     console.print(f"{verb} {len(plan.files)} files to {plan.repo_id}@{plan.branch}, tag {plan.tag}")
     console.print(f"Variants: {', '.join(plan.variants)}")

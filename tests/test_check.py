@@ -566,3 +566,20 @@ def test_cli_warnings_alone_do_not_fail(project: Path) -> None:
     result = runner.invoke(app, ["check", str(project)])
     assert result.exit_code == 0, result.output
     assert "0 errors, 2 warnings." in result.output
+
+
+def test_cli_finds_the_project_from_a_subfolder(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project / "csrc" / "cuda")
+    result = runner.invoke(app, ["check"])
+    assert result.exit_code == 0, result.output
+    assert f"Project: {project.resolve()}" in result.output
+    assert "No problems found." in result.output
+
+
+def test_cli_outside_any_project_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["check"])
+    assert result.exit_code == 1
+    assert "has no build.toml, so it is not a kernel project" in result.output, result.output
