@@ -32,6 +32,7 @@ from scaffold.build.toolchain import (
     find_cuda_toolkit,
     find_torch,
     nvcc_supported_archs,
+    shared_cxx_runtime,
 )
 from scaffold.build.uid import project_uid
 from scaffold.build.variant import ops_name, variant_name
@@ -108,7 +109,9 @@ void add_one(at::Tensor& out, const at::Tensor& input) {
   TORCH_CHECK(input.device().is_cpu(), "input must be on the CPU");
   TORCH_CHECK(input.scalar_type() == at::kFloat, "input must be float32");
   TORCH_CHECK(input.is_contiguous() && out.is_contiguous(), "tensors must be contiguous");
-  TORCH_CHECK(out.sizes() == input.sizes(), "out must have the input's shape");
+  // Streams an IntArrayRef and an int64_t: the C++ runtime's number formatting must work here.
+  TORCH_CHECK(out.sizes() == input.sizes(), "out must have the shape ", input.sizes(), ", got ",
+              out.sizes(), " (", out.numel(), " elements)");
   const float* in = input.data_ptr<float>();
   float* result = out.data_ptr<float>();
   for (int64_t i = 0; i < input.numel(); ++i) result[i] = in[i] + kAddend;
@@ -416,8 +419,36 @@ def test_cpu_flags_match_kernel_builder(tmp_path: Path) -> None:
     ):
         assert flag in flags
     assert "-DCUDA_KERNEL" not in flags and "/opt/cuda/include" not in flags
-    assert plan.link_flags == ("-L/t/lib", "-lc10", "-ltorch", "-ltorch_cpu")
+    assert plan.link_flags == ("-L/t/lib", "-lc10", "-ltorch", "-ltorch_cpu")  # no runtime given
     assert plan.archs == () and plan.so_name == "_add_one_cpu_abc1234.abi3.so"
+
+
+def test_the_shared_cxx_runtime_is_linked_first(tmp_path: Path) -> None:
+    project = write_project(tmp_path)
+    runtime = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
+    plan = plan_variant(
+        load_build_config(project),
+        backend="cpu",
+        variant=variant_name(CPU_TORCH, "cpu"),
+        ops_name=ops_name("add_one", "cpu", "abc1234"),
+        scratch=project / ".kscaffold" / "build" / "cpu",
+        tools=Toolchain(CPU_TORCH, Path("/usr/bin/g++"), Path("/py/include"), None, (), runtime),
+        archs=None,
+    )
+    assert plan.link_flags == (str(runtime), "-L/t/lib", "-lc10", "-ltorch", "-ltorch_cpu")
+
+
+def test_shared_cxx_runtime_is_asked_of_the_compiler(tmp_path: Path) -> None:
+    compiler = tmp_path / "fake-g++"
+    compiler.write_text('#!/bin/sh\necho "${1#-print-file-name=}"\n')  # the bare name: unknown
+    compiler.chmod(0o755)
+    assert shared_cxx_runtime(compiler) is None
+    assert shared_cxx_runtime(tmp_path / "missing-g++") is None
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("needs g++")
+    found = shared_cxx_runtime(Path(gxx))
+    assert found is not None and found.name == "libstdc++.so.6" and found.is_file()
 
 
 def test_cuda_flags_match_kernel_builder(tmp_path: Path) -> None:
@@ -641,6 +672,28 @@ def test_cpu_variant_layout_and_metadata(cpu_build: BuildFixture) -> None:
     manifest = load_manifest(project)
     assert "compile_commands.json" in manifest
     assert f"build/{result.variant}/{result.ops_name}.abi3.so" in manifest
+
+
+@pytest.mark.slow
+def test_the_library_shares_torchs_cxx_runtime(cpu_build: BuildFixture) -> None:
+    project, results, _, _ = cpu_build
+    (result,) = [r for r in results if r.backend == "cpu"]
+    dynamic = run(["readelf", "--dynamic", result.variant_dir / f"{result.ops_name}.abi3.so"])
+    assert "[libstdc++.so.6]" in dynamic and "[libc10.so]" in dynamic, dynamic
+
+
+@pytest.mark.slow
+def test_a_check_that_formats_numbers_raises_instead_of_crashing(cpu_build: BuildFixture) -> None:
+    """With a second copy of the C++ runtime, formatting sizes here crashed the process."""
+    project, _, _, _ = cpu_build
+    script = (
+        "import sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
+        "kernel = get_local_kernel(Path(sys.argv[1]), backend='cpu')\n"
+        "try:\n    kernel.ops.add_one(torch.empty(3), torch.zeros(4))\n"
+        "except RuntimeError as error:\n    print('raised:', str(error).splitlines()[0])\n"
+    )
+    output = run([sys.executable, "-c", script, project])
+    assert "raised: out must have the shape [4], got [3] (3 elements)" in output, output
 
 
 @pytest.mark.slow

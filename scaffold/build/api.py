@@ -26,6 +26,7 @@ from scaffold.build.toolchain import (
     find_torch,
     nvcc_supported_archs,
     python_include_dir,
+    shared_cxx_runtime,
     visible_gpu_capabilities,
 )
 from scaffold.build.uid import project_uid
@@ -87,12 +88,14 @@ def build_project(
     torch = find_torch(state)
     selected = _select_backends(config, torch, backend, cuda_archs, reporter)
     toolkit = selected.get("cuda")
+    cxx = find_cxx()
     tools = Toolchain(
         torch=torch,
-        cxx=find_cxx(),
+        cxx=cxx,
         python_include=python_include_dir(),
         cuda=toolkit,
         cuda_include_dirs=cuda_include_dirs(toolkit, torch) if toolkit is not None else (),
+        cxx_runtime=shared_cxx_runtime(cxx),
     )
     ninja = find_ninja()
     archs = _arch_policy(toolkit, cuda_archs) if toolkit is not None else None

@@ -72,6 +72,8 @@ class Toolchain:
     python_include: Path
     cuda: CudaToolkit | None
     cuda_include_dirs: tuple[Path, ...] = ()
+    #: ``libstdc++.so.6``, linked by path so the library shares torch's C++ runtime.
+    cxx_runtime: Path | None = None
 
 
 def plan_variant(
@@ -151,7 +153,10 @@ def plan_variant(
             owners[source] = owner
             steps[source] = step
 
-    link = ["-L" + str(tools.torch.lib_dir), "-lc10", "-ltorch", "-ltorch_cpu"]
+    # The C++ runtime comes first: the linker takes each std:: symbol from the first library that
+    # has it, and torch's libraries export copies of many.
+    link = [str(tools.cxx_runtime)] if tools.cxx_runtime is not None else []
+    link += ["-L" + str(tools.torch.lib_dir), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda is not None:
         link += ["-lc10_cuda", "-ltorch_cuda", "-L" + str(cuda.lib_dir), "-lcudart"]
     return VariantPlan(

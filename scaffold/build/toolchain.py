@@ -234,6 +234,28 @@ def find_cxx() -> Path:
     raise ToolchainError("No C++ compiler found: install g++ (apt-get install g++) or set CXX.")
 
 
+def shared_cxx_runtime(cxx: Path) -> Path | None:
+    """The shared C++ runtime ``cxx`` links against (``libstdc++.so.6``), None if it has none.
+
+    kscaffold links it by path, ahead of torch's libraries. Linked the usual way with Ubuntu's
+    g++ 13 against torch 2.11, a kernel library did not depend on libstdc++.so.6, and the first
+    number it formatted through ``std::ostream`` (``TORCH_CHECK(ok, "got ", n)``) crashed the
+    process; torch.utils.cpp_extension's builds there do the same.
+    """
+    try:
+        answer = subprocess.run(
+            [str(cxx), "-print-file-name=libstdc++.so.6"],
+            capture_output=True, text=True, timeout=60, check=False,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = Path(answer)
+    # A compiler that does not know the file prints its bare name back.
+    if not (path.is_absolute() and path.is_file()):
+        return None
+    return Path(os.path.normpath(path))  # drops "lib/gcc/x86_64-linux-gnu/12/../../.." only
+
+
 def find_ninja() -> Path:
     """The ninja of the ``ninja`` package this Python has, else the one on PATH."""
     bundled = Path(ninja.BIN_DIR) / "ninja"

@@ -21,9 +21,9 @@ inline auto dtype_name(c10::ScalarType dtype) {
   return c10::getDtypeNames(dtype).first;
 }
 
-// A shape as Python prints a list, "[4, 5]". Numbers in the messages below are formatted with
-// std::to_string rather than streamed: streaming an IntArrayRef into TORCH_CHECK crashed an
-// extension built against torch 2.11 (both a CPU and a CUDA build, on one machine).
+// A shape as Python prints a list, "[4, 5]". Formatted with std::to_string, not streamed, so the
+// messages below never need std::ostream's number formatting, which crashed libraries built with
+// torch.utils.cpp_extension on one machine (kscaffold build links libstdc++ so that it works).
 inline std::string shape_string(const c10::IntArrayRef& sizes) {
   std::string text = "[";
   for (size_t i = 0; i < sizes.size(); ++i) {
