@@ -270,6 +270,23 @@ def test_uid_outside_git_follows_content(tmp_path: Path) -> None:
     assert project_uid(tmp_path, [source]) != first
 
 
+def test_uid_outside_git_is_the_first_builds_plus_dirty(tmp_path: Path) -> None:
+    source, state = tmp_path / "a.cpp", tmp_path / ".kscaffold"
+    source.write_text("int a;\n")
+    first = project_uid(tmp_path, [source], state)
+    assert (
+        first == project_uid(tmp_path, [source]) and project_uid(tmp_path, [source], state) == first
+    )
+    source.write_text("int b;\n")
+    assert project_uid(tmp_path, [source], state) == first + "_dirty"
+    source.write_text("int c;\n")  # a second edit keeps the namespace: only edited files rebuild
+    assert project_uid(tmp_path, [source], state) == first + "_dirty"
+    source.write_text("int a;\n")
+    assert project_uid(tmp_path, [source], state) == first
+    (state / "source-baseline").write_text("garbage")  # a damaged record starts a new baseline
+    assert project_uid(tmp_path, [source], state) == first
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_uid_in_git_is_head_tree_plus_dirty(tmp_path: Path) -> None:
     project = write_project(tmp_path / "proj")
@@ -745,6 +762,25 @@ def test_rebuilds_are_incremental(cpu_build: BuildFixture) -> None:
     (result,) = build_project(project, backend="cpu")
     assert (result.compiled, result.linked) == (("csrc/cpu/add_one.cpp",), True)
     assert load_and_call(project) == [2.0, 3.0, 4.0, 5.0]
+
+
+@pytest.mark.slow
+def test_outside_git_only_the_first_edit_rebuilds_everything(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "add-one")
+    if run_git(project, "rev-parse", "--is-inside-work-tree", check=False).returncode == 0:
+        pytest.skip("the temporary folder is inside a git work tree")
+    (cold,) = build_project(project, backend="cpu")
+    source = project / "csrc" / "cpu" / "add_one.cpp"
+
+    source.write_text(source.read_text() + "// first edit\n")
+    (first,) = build_project(project, backend="cpu")
+    source.write_text(source.read_text() + "// second edit\n")
+    (second,) = build_project(project, backend="cpu")
+
+    assert first.ops_name == second.ops_name == cold.ops_name + "_dirty"
+    assert len(first.compiled) == 2  # the namespace changed: the binding recompiles too
+    assert (second.compiled, second.linked) == (("csrc/cpu/add_one.cpp",), True)
+    assert load_and_call(project) == [1.0, 2.0, 3.0, 4.0]
 
 
 @pytest.mark.slow

@@ -101,7 +101,7 @@ def build_project(
     archs = _arch_policy(toolkit, cuda_archs) if toolkit is not None else None
 
     sources = [project / BUILD_TOML, *(project / s for s in config.source_files())]
-    uid = project_uid(project, [*sources, *python_files(config)])
+    uid = project_uid(project, [*sources, *python_files(config)], state)
     plans = [_plan(config, name, uid, tools, archs, reporter) for name in selected]
     # A folder git and tools should leave alone, whatever the project's .gitignore says.
     write_if_changed(state / ".gitignore", "*\n")

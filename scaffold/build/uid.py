@@ -1,12 +1,15 @@
-"""The unique id in the op namespace, so two builds of different code never share one.
+"""The id in the op namespace, which keeps builds of different source states apart.
 
 Two different libraries registering one namespace abort the process that loads both, and two
 builds with the same id silently share the first one's code, so the id must follow the sources.
+As in kernel-builder, work in progress is the exception: every uncommitted state is ``_dirty``,
+so that editing a file recompiles only that file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -16,19 +19,34 @@ from scaffold.gitutil import git_available, run_git
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 #: What kscaffold itself writes into a project; it must not make the tree dirty.
 GENERATED_PATHS = ("build", ".kscaffold", "compile_commands.json")
+#: Outside git: the source hash of the first build, which later builds compare against.
+_BASELINE_FILE = "source-baseline"
 
 
-def project_uid(project: Path, sources: Iterable[Path]) -> str:
+def project_uid(project: Path, sources: Iterable[Path], state: Path | None = None) -> str:
     """kernel-builder's id: 7 hex digits of git's HEAD tree, ``_dirty`` if the project changed.
 
-    Outside git, 7 hex digits of a hash over ``sources`` (paths and contents) instead. Then every
-    edit gives a new namespace, which recompiles every file; in git only the first edit after a
-    commit does.
+    Outside git, the role of HEAD goes to the sources as the first build in ``state`` saw them:
+    7 hex digits of a hash over their paths and contents, recorded there, and ``_dirty`` while
+    they differ from it. As in git, only the first edit then recompiles every file (the namespace
+    changes once); later edits recompile what they touch. Without ``state``, the hash alone.
     """
     tree = _git_head_tree(project)
-    if tree is None:
-        return _content_hash(project, sources)[:7]
-    return tree[:7] + ("_dirty" if _git_dirty(project) else "")
+    if tree is not None:
+        return tree[:7] + ("_dirty" if _git_dirty(project) else "")
+    current = _content_hash(project, sources)[:7]
+    if state is None:
+        return current
+    record = state / _BASELINE_FILE
+    try:
+        baseline = record.read_text(encoding="utf-8").strip()
+    except OSError:
+        baseline = ""
+    if not re.fullmatch(r"[0-9a-f]{7}", baseline):
+        state.mkdir(parents=True, exist_ok=True)
+        record.write_text(current + "\n", encoding="utf-8")
+        return current
+    return baseline if baseline == current else baseline + "_dirty"
 
 
 def _git_head_tree(project: Path) -> str | None:
