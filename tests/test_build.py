@@ -29,6 +29,7 @@ from scaffold.build.plan import Toolchain, VariantPlan, plan_variant
 from scaffold.build.toolchain import (
     CudaToolkit,
     TorchInstall,
+    aten_uses_openmp,
     find_cuda_toolkit,
     find_torch,
     nvcc_supported_archs,
@@ -81,6 +82,7 @@ BINDING_H = """\
 #include <ATen/core/Tensor.h>
 
 void add_one(at::Tensor& out, const at::Tensor& input);
+void thread_ids(at::Tensor& ids);
 """
 
 BINDING_CPP = """\
@@ -91,6 +93,7 @@ BINDING_CPP = """\
 
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("add_one(Tensor! out, Tensor input) -> ()");
+  ops.def("thread_ids(Tensor! ids) -> ()");
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
@@ -99,6 +102,7 @@ REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
 ADDEND_H = "#pragma once\nconstexpr float kAddend = 1.0f;\n"
 
 CPU_SOURCE = """\
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include "cpu/addend.h"
@@ -117,7 +121,19 @@ void add_one(at::Tensor& out, const at::Tensor& input) {
   for (int64_t i = 0; i < input.numel(); ++i) result[i] = in[i] + kAddend;
 }
 
-TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) { ops.impl("add_one", &add_one); }
+// Each element gets the number of the at::parallel_for thread that wrote it.
+void thread_ids(at::Tensor& ids) {
+  TORCH_CHECK(ids.scalar_type() == at::kLong && ids.is_contiguous(), "ids: contiguous int64");
+  int64_t* data = ids.data_ptr<int64_t>();
+  at::parallel_for(0, ids.numel(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) data[i] = at::get_thread_num();
+  });
+}
+
+TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, ops) {
+  ops.impl("add_one", &add_one);
+  ops.impl("thread_ids", &thread_ids);
+}
 """
 
 CUDA_SOURCE = """\
@@ -440,6 +456,48 @@ def test_cpu_flags_match_kernel_builder(tmp_path: Path) -> None:
     assert plan.archs == () and plan.so_name == "_add_one_cpu_abc1234.abi3.so"
 
 
+def test_openmp_torch_compiles_and_links_every_source_with_openmp(tmp_path: Path) -> None:
+    project = write_project(tmp_path, cuda=True)
+    toolkit = CudaToolkit(home=Path("/opt/cuda"), version=(13, 0))
+    tools = Toolchain(
+        replace(CUDA_TORCH, openmp=True), Path("/usr/bin/g++"), Path("/py/include"), toolkit
+    )
+    policy = make_arch_policy(
+        ["9.0"], supported=SUPPORTED, cuda_version=(13, 0), visible_gpus=lambda: ()
+    )
+    for backend in ("cpu", "cuda"):
+        plan = plan_variant(
+            load_build_config(project),
+            backend=backend,
+            variant=variant_name(CUDA_TORCH, backend),
+            ops_name=ops_name("add_one", backend, "abc1234"),
+            scratch=project / ".kscaffold" / "build" / backend,
+            tools=tools,
+            archs=policy,
+        )
+        for step in plan.steps:
+            pairs = list(zip(step.flags, step.flags[1:], strict=False))
+            openmp = (
+                ("-Xcompiler", "-fopenmp") in pairs
+                if step.tool == "nvcc"
+                else ("-fopenmp" in step.flags)
+            )
+            assert openmp, (backend, step)
+        assert plan.link_flags[-1] == "-fopenmp"
+    assert "-fopenmp" not in fake_plan(project, "cpu").steps[0].flags  # torch without OpenMP
+
+
+def test_torch_parallel_backend_is_read_from_its_headers(tmp_path: Path) -> None:
+    config = tmp_path / "include" / "ATen" / "Config.h"
+    config.parent.mkdir(parents=True)
+    config.write_text("#define AT_PARALLEL_OPENMP 1\n#define AT_PARALLEL_NATIVE 0\n")
+    assert aten_uses_openmp(config)
+    config.write_text("#define AT_PARALLEL_OPENMP 0\n#define AT_PARALLEL_NATIVE 1\n")
+    assert not aten_uses_openmp(config)
+    with pytest.raises(ToolchainError, match="reinstall torch"):
+        aten_uses_openmp(tmp_path / "missing.h")
+
+
 def test_the_shared_cxx_runtime_is_linked_first(tmp_path: Path) -> None:
     project = write_project(tmp_path)
     runtime = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
@@ -711,6 +769,20 @@ def test_a_check_that_formats_numbers_raises_instead_of_crashing(cpu_build: Buil
     )
     output = run([sys.executable, "-c", script, project])
     assert "raised: out must have the shape [4], got [3] (3 elements)" in output, output
+
+
+@pytest.mark.slow
+def test_parallel_for_runs_on_torchs_threads(cpu_build: BuildFixture) -> None:
+    """ATen's parallel_for is inline: built without torch's OpenMP flag it ran on one thread."""
+    project, _, _, _ = cpu_build
+    script = (
+        "import sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
+        "kernel = get_local_kernel(Path(sys.argv[1]), backend='cpu')\n"
+        "torch.set_num_threads(2)\nids = torch.full((64,), -1, dtype=torch.int64)\n"
+        "kernel.ops.thread_ids(ids)\nprint('threads:', sorted(set(ids.tolist())))\n"
+    )
+    output = run([sys.executable, "-c", script, project])
+    assert "threads: [0, 1]" in output, output
 
 
 @pytest.mark.slow

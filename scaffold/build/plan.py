@@ -107,6 +107,8 @@ def plan_variant(
     if cuda is not None:
         system_dirs += tools.cuda_include_dirs
     std = f"-std={tools.torch.cxx_standard}"
+    # Every translation unit must see ATen's inline parallel_for the same way (one definition).
+    openmp = ("-fopenmp",) if tools.torch.openmp else ()
 
     def includes(extra: tuple[str, ...], kernel: KernelSection | None) -> list[str]:
         local = [scratch / "include", *local_dirs, *(project / path for path in extra)]
@@ -129,7 +131,7 @@ def plan_variant(
             if suffix in _HEADER_SUFFIXES:
                 continue
             if suffix in _CXX_SUFFIXES:
-                flags = [std, "-O3", "-fPIC", "-fno-gnu-unique", *defines]
+                flags = [std, "-O3", "-fPIC", "-fno-gnu-unique", *openmp, *defines]
                 flags += includes(include, kernel)
                 step = CompileStep(source, "cxx", (*flags, *cxx_flags))
             elif suffix in _CUDA_SUFFIXES and kernel is not None and cuda is not None:
@@ -139,6 +141,7 @@ def plan_variant(
                 flags = [
                     "-ccbin", str(tools.cxx), std, "-O3", "--expt-relaxed-constexpr",
                     "-Xcompiler", "-fPIC", "-Xcompiler", "-fno-gnu-unique",
+                    *(f for flag in openmp for f in ("-Xcompiler", flag)),
                     *defines, *includes(include, kernel),
                     *(flag for arch in kernel_archs for flag in arch.gencode_flags()),
                 ]  # fmt: skip
@@ -159,6 +162,9 @@ def plan_variant(
     link += ["-L" + str(tools.torch.lib_dir), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda is not None:
         link += ["-lc10_cuda", "-ltorch_cuda", "-L" + str(cuda.lib_dir), "-lcudart"]
+    # Links libgomp.so.1 by that name, which torch's own libraries have loaded already: one
+    # OpenMP runtime and one thread pool in the process.
+    link += openmp
     return VariantPlan(
         backend=backend,
         variant=variant,

@@ -36,6 +36,9 @@ class TorchInstall:
     version: str
     cuda: str | None
     cxx11_abi: bool
+    #: Whether ATen parallelizes with OpenMP. Its ``at::parallel_for`` is inline and runs in
+    #: parallel only in code compiled with ``-fopenmp``: without it a kernel runs on one thread.
+    openmp: bool = False
 
     @property
     def major_minor(self) -> tuple[int, int]:
@@ -80,7 +83,22 @@ def find_torch(cache_dir: Path) -> TorchInstall:
         abi = _probe_cxx11_abi()
         cache_dir.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps({"key": key, "cxx11_abi": abi}) + "\n", encoding="utf-8")
-    return TorchInstall(root=root, version=version, cuda=values.get("cuda"), cxx11_abi=abi)
+    return TorchInstall(
+        root=root,
+        version=version,
+        cuda=values.get("cuda"),
+        cxx11_abi=abi,
+        openmp=aten_uses_openmp(root / "include" / "ATen" / "Config.h"),
+    )
+
+
+def aten_uses_openmp(aten_config: Path) -> bool:
+    """Whether torch's ATen/Config.h says its parallel backend is OpenMP."""
+    try:
+        text = aten_config.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ToolchainError(f"Cannot read {aten_config}: {error}; reinstall torch.") from error
+    return re.search(r"^#define AT_PARALLEL_OPENMP 1\s*$", text, re.MULTILINE) is not None
 
 
 def _read_assignments(path: Path, names: tuple[str, ...]) -> dict[str, str]:
