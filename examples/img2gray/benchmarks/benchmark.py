@@ -1,14 +1,16 @@
 """Benchmarks of img2gray's img2gray.
 
 `kernels benchmark .` (run from the project root) finds the Benchmark subclass below, times each
-workload and checks it against its reference. Running this file directly,
-`python benchmarks/benchmark.py`, loads the kernel from build/ and compares it, in one run, with
-the PyTorch reference in eager mode, the reference under torch.compile, and a plain copy of the
-image's bytes (the memory-bandwidth ceiling of an op that reads and writes each byte once).
+workload and checks it against its reference. Running this file directly loads the kernel from
+build/ (the CUDA build when a GPU is visible; `--backend cpu` for the CPU one) and compares it, in
+one run, with the PyTorch reference in eager mode, the reference under torch.compile, and a plain
+copy of the image's bytes (the memory-bandwidth ceiling of an op that reads and writes each byte
+once).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -131,7 +133,14 @@ def report(
 def main() -> None:
     from kernels import get_local_kernel
 
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--backend",
+        choices=["cuda", "cpu"],
+        default="cuda" if torch.cuda.is_available() else "cpu",
+        help="the build to benchmark (default: cuda when a GPU is visible, else cpu)",
+    )
+    device = torch.device(parser.parse_args().backend)
     kernel = get_local_kernel(Path(__file__).resolve().parents[1], backend=device.type)
     compiled_reference = torch.compile(reference)
     print(f"img2gray on {torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}")

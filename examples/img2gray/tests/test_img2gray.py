@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -10,7 +14,7 @@ import pytest
 import torch
 from PIL import Image
 
-from .conftest import BACKENDS, load_kernel, requires_cpu_and_cuda
+from .conftest import BACKENDS, PROJECT_ROOT, load_kernel, requires_cpu_and_cuda
 
 FLOAT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 DTYPES = [torch.uint8, *FLOAT_DTYPES]
@@ -141,6 +145,45 @@ def test_float_extremes(kernel: ModuleType, device: torch.device, dtype: torch.d
     )
     expected = torch.tensor([[0.0, 1.0, 0.299, 0.587, 0.114]], dtype=dtype, device=device)
     torch.testing.assert_close(kernel.img2gray(image), expected)
+
+
+# The CPU backend run with its portable loop forced: the images in argv[1], results to argv[2].
+PORTABLE_CPU_SCRIPT = """
+import os, sys
+from pathlib import Path
+import torch
+from kernels import get_local_kernel
+kernel = get_local_kernel(Path(os.environ["PROJECT_ROOT"]), backend="cpu")
+torch.save([kernel.img2gray(image) for image in torch.load(sys.argv[1])], sys.argv[2])
+"""
+
+
+def awkward_values(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Make an image of `dtype` with values of many magnitudes, negatives, inf, nan, subnormals."""
+    generator = torch.Generator().manual_seed(7)
+    image = torch.randn((*shape, 3), generator=generator, dtype=torch.float64)
+    image = image * 10.0 ** torch.randint(-6, 5, image.shape, generator=generator)
+    special = torch.tensor([float("inf"), -float("inf"), float("nan"), 1e-7, -0.0, 6e4])
+    image.view(-1)[: special.numel() * 5 : 5] = special.to(torch.float64)
+    return image.to(dtype)
+
+
+@pytest.mark.skipif("cpu" not in BACKENDS, reason="needs the CPU backend")
+def test_cpu_paths_agree_bit_for_bit(tmp_path: Path) -> None:
+    """The CPU backend's vectorized x86 path (AVX2 + F16C) and its portable loop, forced with
+    IMG2GRAY_CPU_PORTABLE=1, compute exactly the same values. The size is no multiple of the vector
+    width and spans several blocks and threads; the floats include inf, nan and subnormals."""
+    images = [random_image((37, 1031), torch.uint8)]
+    images += [awkward_values((37, 1031), dtype) for dtype in FLOAT_DTYPES]
+    torch.save(images, tmp_path / "images.pt")
+    subprocess.run(
+        [sys.executable, "-c", PORTABLE_CPU_SCRIPT, tmp_path / "images.pt", tmp_path / "gray.pt"],
+        env={**os.environ, "PROJECT_ROOT": str(PROJECT_ROOT), "IMG2GRAY_CPU_PORTABLE": "1"},
+        check=True,
+    )
+    kernel = load_kernel("cpu")
+    for image, portable in zip(images, torch.load(tmp_path / "gray.pt"), strict=True):
+        torch.testing.assert_close(kernel.img2gray(image), portable, rtol=0, atol=0, equal_nan=True)
 
 
 # --- out= and strides --------------------------------------------------------------------------
