@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,3 +37,16 @@ def run(args: Sequence[str | Path], cwd: Path | None = None, **kwargs: object) -
         f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     )
     return str(result.stdout)
+
+
+def run_with_kernel(project: Path, body: str, backend: str = "cpu") -> str:
+    """Run ``body`` in a fresh Python process and return its stdout.
+
+    ``body`` finds ``torch``, ``json`` and ``kernel``: ``project``'s ``backend`` build, loaded with
+    ``kernels.get_local_kernel`` as users load it.
+    """
+    loader = (
+        "import json, sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
+        f"kernel = get_local_kernel(Path(sys.argv[1]), backend={backend!r})\n"
+    )
+    return run([sys.executable, "-c", loader + body, project])

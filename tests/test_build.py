@@ -41,7 +41,7 @@ from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
 from scaffold.gitutil import init_and_commit, run_git
 from scaffold.manifest import load_manifest
-from tests.helpers import run
+from tests.helpers import run, run_with_kernel
 
 CPU_TORCH = TorchInstall(root=Path("/t"), version="2.13.0+cpu", cuda=None, cxx11_abi=True)
 CUDA_TORCH = TorchInstall(root=Path("/t"), version="2.14.1+cu130", cuda="13.0", cxx11_abi=True)
@@ -203,13 +203,11 @@ def write_project(root: Path, *, cuda: bool = False) -> Path:
 def load_and_call(project: Path, backend: str = "cpu") -> list[float]:
     """add_one([0, 1, 2, 3]) through kernels.get_local_kernel, in a fresh Python process."""
     device = "cuda" if backend == "cuda" else "cpu"
-    script = (
-        "import json, sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        f"kernel = get_local_kernel(Path(sys.argv[1]), backend={backend!r})\n"
+    body = (
         f"x = torch.arange(4, dtype=torch.float32, device={device!r})\n"
         "print(json.dumps(kernel.add_one(x).cpu().tolist()))\n"
     )
-    output = run([sys.executable, "-c", script, project])
+    output = run_with_kernel(project, body, backend)
     values: list[float] = json.loads(output.strip().splitlines()[-1])
     return values
 
@@ -761,13 +759,11 @@ def test_the_library_shares_torchs_cxx_runtime(cpu_build: BuildFixture) -> None:
 def test_a_check_that_formats_numbers_raises_instead_of_crashing(cpu_build: BuildFixture) -> None:
     """With a second copy of the C++ runtime, formatting sizes here crashed the process."""
     project, _, _, _ = cpu_build
-    script = (
-        "import sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        "kernel = get_local_kernel(Path(sys.argv[1]), backend='cpu')\n"
+    body = (
         "try:\n    kernel.ops.add_one(torch.empty(3), torch.zeros(4))\n"
         "except RuntimeError as error:\n    print('raised:', str(error).splitlines()[0])\n"
     )
-    output = run([sys.executable, "-c", script, project])
+    output = run_with_kernel(project, body)
     assert "raised: out must have the shape [4], got [3] (3 elements)" in output, output
 
 
@@ -775,13 +771,11 @@ def test_a_check_that_formats_numbers_raises_instead_of_crashing(cpu_build: Buil
 def test_parallel_for_runs_on_torchs_threads(cpu_build: BuildFixture) -> None:
     """ATen's parallel_for is inline: built without torch's OpenMP flag it ran on one thread."""
     project, _, _, _ = cpu_build
-    script = (
-        "import sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        "kernel = get_local_kernel(Path(sys.argv[1]), backend='cpu')\n"
+    body = (
         "torch.set_num_threads(2)\nids = torch.full((64,), -1, dtype=torch.int64)\n"
         "kernel.ops.thread_ids(ids)\nprint('threads:', sorted(set(ids.tolist())))\n"
     )
-    output = run([sys.executable, "-c", script, project])
+    output = run_with_kernel(project, body)
     assert "threads: [0, 1]" in output, output
 
 

@@ -16,7 +16,7 @@ import pytest
 from scaffold.build import build_project
 from scaffold.create import ProjectSpec, create_project
 from scaffold.evolve import add_backend
-from tests.helpers import run
+from tests.helpers import run, run_with_kernel
 from tests.test_build import cuda_toolkit_or_skip, find_cuobjdump
 from tests.test_evolve import commit_all, make_user_edits
 
@@ -222,12 +222,10 @@ def test_skeleton_for_a_user_op_compiles_registers_and_names_the_file(tmp_path: 
     build_project(project, backend="cpu")
 
     call = (
-        "import sys, torch\nfrom pathlib import Path\nfrom kernels import get_local_kernel\n"
-        "kernel = get_local_kernel(Path(sys.argv[1]), backend='cpu')\n"
         "try:\n    kernel.ops.scale(torch.ones(3), 2.0)\n"
         "except NotImplementedError as error:\n    print('raised:', error)\n"
     )
-    output = run([sys.executable, "-c", call, project])
+    output = run_with_kernel(project, call)
     assert "raised: my_kernel: scale has no CPU implementation yet" in output, output
     assert "write it in csrc/cpu/my_kernel_cpu.cpp" in output, output
 
