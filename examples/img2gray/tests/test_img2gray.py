@@ -169,7 +169,7 @@ def awkward_values(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
 
 
 @pytest.mark.skipif("cpu" not in BACKENDS, reason="needs the CPU backend")
-def test_cpu_paths_agree_bit_for_bit(tmp_path: Path) -> None:
+def test_cpu_vectorized_and_portable_paths_agree_exactly(tmp_path: Path) -> None:
     """The CPU backend's vectorized x86 path (AVX2 + F16C) and its portable loop, forced with
     IMG2GRAY_CPU_PORTABLE=1, compute exactly the same values. The size is no multiple of the vector
     width and spans several blocks and threads; the floats include inf, nan and subnormals."""
