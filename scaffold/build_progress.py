@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
 
-from scaffold.build import BuildReporter, BuildResult
+from scaffold.compiler import BuildReporter, BuildResult
 
 
 class ConsoleBuildReporter(BuildReporter):

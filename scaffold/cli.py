@@ -195,7 +195,7 @@ def build(
     ] = None,
 ) -> None:
     """Compile the project without Nix into build/<variant>/, as `kernels` loads it."""
-    from scaffold.build import build_project
+    from scaffold.compiler import build_project
     from scaffold.build_progress import ConsoleBuildReporter
 
     project = _project(path)

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.build import BuildReporter, BuildResult, build_project
-from scaffold.build.archs import CudaArch, default_arch_list, make_arch_policy, parse_arch_list
-from scaffold.build.compdb import update_compile_commands
-from scaffold.build.install import install_variant, remove_stale_libraries, variant_metadata
-from scaffold.build.ninjafile import render_build_ninja, write_if_changed
-from scaffold.build.plan import Toolchain, VariantPlan, plan_variant
-from scaffold.build.toolchain import (
+from scaffold.compiler import BuildReporter, BuildResult, build_project
+from scaffold.compiler.archs import CudaArch, default_arch_list, make_arch_policy, parse_arch_list
+from scaffold.compiler.compdb import update_compile_commands
+from scaffold.compiler.install import install_variant, remove_stale_libraries, variant_metadata
+from scaffold.compiler.ninjafile import render_build_ninja, write_if_changed
+from scaffold.compiler.plan import Toolchain, VariantPlan, plan_variant
+from scaffold.compiler.toolchain import (
     CudaToolkit,
     TorchInstall,
     aten_uses_openmp,
@@ -35,8 +35,8 @@ from scaffold.build.toolchain import (
     nvcc_supported_archs,
     shared_cxx_runtime,
 )
-from scaffold.build.uid import project_uid
-from scaffold.build.variant import ops_name, variant_name
+from scaffold.compiler.uid import project_uid
+from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
 from scaffold.gitutil import init_and_commit, run_git
@@ -617,7 +617,7 @@ def test_compile_commands_keep_other_variants(tmp_path: Path) -> None:
 
 
 def fake_torch(monkeypatch: pytest.MonkeyPatch, torch: TorchInstall) -> None:
-    monkeypatch.setattr("scaffold.build.api.find_torch", lambda cache_dir: torch)
+    monkeypatch.setattr("scaffold.compiler.api.find_torch", lambda cache_dir: torch)
 
 
 def test_cuda_asked_on_cpu_torch_says_what_to_install(
@@ -677,7 +677,7 @@ def test_cuda_toolkit_is_found_from_cuda_home(
 
 
 def test_importing_the_build_loads_neither_torch_nor_copier() -> None:
-    code = "import sys, scaffold.build; print(sorted({'torch', 'copier'} & set(sys.modules)))"
+    code = "import sys, scaffold.compiler; print(sorted({'torch', 'copier'} & set(sys.modules)))"
     assert run([sys.executable, "-c", code]).strip() == "[]"
 
 
@@ -793,7 +793,7 @@ def test_cuda_is_built_too_or_skipped_with_a_note(cpu_build: BuildFixture) -> No
 def rebuild_in_subprocess(project: Path) -> tuple[list[dict[str, object]], float, bool]:
     """Build as the CLI would, in a new process: results, wall time, whether torch was imported."""
     script = (
-        "import json, sys\nfrom pathlib import Path\nfrom scaffold.build import build_project\n"
+        "import json, sys\nfrom pathlib import Path\nfrom scaffold.compiler import build_project\n"
         "results = build_project(Path(sys.argv[1]), backend='cpu')\n"
         "print(json.dumps({'torch': 'torch' in sys.modules, 'results': "
         "[{'compiled': r.compiled, 'linked': r.linked} for r in results]}))\n"

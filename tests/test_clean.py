@@ -459,7 +459,7 @@ def test_clean_after_a_simulated_build_keeps_every_user_file(
 
 @pytest.fixture(scope="module")
 def really_built(template_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
-    from scaffold.build import build_project
+    from scaffold.compiler import build_project
 
     project = copy_project(template_project, tmp_path_factory.mktemp("built") / "my-kernel")
     after_new = snapshot(project)

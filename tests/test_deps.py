@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.build import build_project
-from scaffold.build.deps import find_cutlass, resolve_dependencies
-from scaffold.build.plan import Toolchain, plan_variant
-from scaffold.build.toolchain import CudaToolkit
-from scaffold.build.variant import ops_name, variant_name
+from scaffold.compiler import build_project
+from scaffold.compiler.deps import find_cutlass, resolve_dependencies
+from scaffold.compiler.plan import Toolchain, plan_variant
+from scaffold.compiler.toolchain import CudaToolkit
+from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.errors import ToolchainError
 from tests.test_build import CUDA_TORCH, RecordingReporter, load_and_call, write_project

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.build import build_project
+from scaffold.compiler import build_project
 from scaffold.create import ProjectSpec, create_project
 from scaffold.evolve import add_backend
 from tests.helpers import run, run_with_kernel

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaffold.build.archs import CudaArch, default_arch_list
-from scaffold.build.toolchain import find_cuda_toolkit, nvcc_supported_archs
+from scaffold.compiler.archs import CudaArch, default_arch_list
+from scaffold.compiler.toolchain import find_cuda_toolkit, nvcc_supported_archs
 from scaffold.buildconfig import BUILD_TOML
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import ToolchainError

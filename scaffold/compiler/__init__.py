@@ -6,8 +6,8 @@ the op namespace's uid, CUDA archs, the compile plan, build.ninja, running ninja
 variant and the compile database.
 """
 
-from scaffold.build.api import BuildResult, build_project
-from scaffold.build.archs import ArchPolicy
-from scaffold.build.reporter import BuildReporter
+from scaffold.compiler.api import BuildResult, build_project
+from scaffold.compiler.archs import ArchPolicy
+from scaffold.compiler.reporter import BuildReporter
 
 __all__ = ["ArchPolicy", "BuildReporter", "BuildResult", "build_project"]

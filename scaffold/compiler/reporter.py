@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from scaffold.build.api import BuildResult
+    from scaffold.compiler.api import BuildResult
 
 
 class BuildReporter:

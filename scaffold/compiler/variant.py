@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import re
 
-from scaffold.build.toolchain import TorchInstall
+from scaffold.compiler.toolchain import TorchInstall
 from scaffold.errors import ToolchainError
 
 

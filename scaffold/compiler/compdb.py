@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from scaffold.build.ninjafile import write_if_changed
+from scaffold.compiler.ninjafile import write_if_changed
 
 COMPDB_NAME = "compile_commands.json"
 

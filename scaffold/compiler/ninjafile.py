@@ -9,8 +9,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from scaffold.build.plan import VariantPlan
-from scaffold.build.stubs import REGISTRATION_H
+from scaffold.compiler.plan import VariantPlan
+from scaffold.compiler.stubs import REGISTRATION_H
 
 #: ninja's status line prefix ([finished/total]), parsed back by the runner.
 NINJA_STATUS = "[%f/%t] "

@@ -8,15 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.build.archs import ArchPolicy, make_arch_policy
-from scaffold.build.compdb import update_compile_commands
-from scaffold.build.deps import resolve_dependencies
-from scaffold.build.install import install_variant, python_files, remove_stale_libraries
-from scaffold.build.ninjafile import write_if_changed, write_scratch_files
-from scaffold.build.plan import Toolchain, VariantPlan, plan_variant
-from scaffold.build.reporter import BuildReporter
-from scaffold.build.runner import compile_commands, run_ninja
-from scaffold.build.toolchain import (
+from scaffold.compiler.archs import ArchPolicy, make_arch_policy
+from scaffold.compiler.compdb import update_compile_commands
+from scaffold.compiler.deps import resolve_dependencies
+from scaffold.compiler.install import install_variant, python_files, remove_stale_libraries
+from scaffold.compiler.ninjafile import write_if_changed, write_scratch_files
+from scaffold.compiler.plan import Toolchain, VariantPlan, plan_variant
+from scaffold.compiler.reporter import BuildReporter
+from scaffold.compiler.runner import compile_commands, run_ninja
+from scaffold.compiler.toolchain import (
     CudaToolkit,
     TorchInstall,
     cuda_include_dirs,
@@ -29,8 +29,8 @@ from scaffold.build.toolchain import (
     shared_cxx_runtime,
     visible_gpu_capabilities,
 )
-from scaffold.build.uid import project_uid
-from scaffold.build.variant import ops_name, variant_name
+from scaffold.compiler.uid import project_uid
+from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.buildconfig import BUILD_TOML, BuildConfig, load_build_config
 from scaffold.errors import InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated

@@ -13,8 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.build.ninjafile import COMPILE_RULES, NINJA_STATUS
-from scaffold.build.reporter import BuildReporter
+from scaffold.compiler.ninjafile import COMPILE_RULES, NINJA_STATUS
+from scaffold.compiler.reporter import BuildReporter
 from scaffold.errors import CompileError, ToolchainError
 
 # "[3/5] CXX csrc/cpu/add_one.cpp": ninja prints one as each step finishes (output is no tty).

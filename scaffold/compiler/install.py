@@ -12,8 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scaffold.build.plan import VariantPlan
-from scaffold.build.stubs import ops_py
+from scaffold.compiler.plan import VariantPlan
+from scaffold.compiler.stubs import ops_py
 from scaffold.buildconfig import BuildConfig
 
 _GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scaffold.build.archs import ArchPolicy, CudaArch
-from scaffold.build.toolchain import CudaToolkit, TorchInstall
+from scaffold.compiler.archs import ArchPolicy, CudaArch
+from scaffold.compiler.toolchain import CudaToolkit, TorchInstall
 from scaffold.buildconfig import BUILD_TOML, BuildConfig, KernelSection
 from scaffold.errors import BuildConfigError
 
@@ -90,7 +90,7 @@ def plan_variant(
     """Compile steps and link flags for ``backend``; ``archs`` is required for CUDA.
 
     ``dependency_dirs`` maps a kernel table's label to the include folders of the libraries it
-    ``depends`` on (see :mod:`scaffold.build.deps`).
+    ``depends`` on (see :mod:`scaffold.compiler.deps`).
     """
     project = config.project
     cuda = tools.cuda if backend == "cuda" else None
