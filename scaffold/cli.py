@@ -195,8 +195,8 @@ def build(
     ] = None,
 ) -> None:
     """Compile the project without Nix into build/<variant>/, as `kernels` loads it."""
-    from scaffold.compiler import build_project
     from scaffold.build_progress import ConsoleBuildReporter
+    from scaffold.compiler import build_project
 
     project = _project(path)
     reporter = ConsoleBuildReporter(console, error_console)

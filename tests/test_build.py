@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.compiler.archs import CudaArch, default_arch_list, make_arch_policy, parse_arch_list
 from scaffold.compiler.compdb import update_compile_commands
@@ -37,7 +38,6 @@ from scaffold.compiler.toolchain import (
 )
 from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import ops_name, variant_name
-from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
 from scaffold.gitutil import init_and_commit, run_git
 from scaffold.manifest import load_manifest

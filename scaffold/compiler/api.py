@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaffold.buildconfig import BUILD_TOML, BuildConfig, load_build_config
 from scaffold.compiler.archs import ArchPolicy, make_arch_policy
 from scaffold.compiler.compdb import update_compile_commands
 from scaffold.compiler.deps import resolve_dependencies
@@ -31,7 +32,6 @@ from scaffold.compiler.toolchain import (
 )
 from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import ops_name, variant_name
-from scaffold.buildconfig import BUILD_TOML, BuildConfig, load_build_config
 from scaffold.errors import InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated
 from scaffold.names import SUPPORTED_BACKENDS

@@ -12,9 +12,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from scaffold.buildconfig import BuildConfig
 from scaffold.compiler.plan import VariantPlan
 from scaffold.compiler.stubs import ops_py
-from scaffold.buildconfig import BuildConfig
 
 _GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})
 

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from scaffold.buildconfig import BUILD_TOML, BuildConfig, KernelSection
 from scaffold.compiler.archs import ArchPolicy, CudaArch
 from scaffold.compiler.toolchain import CudaToolkit, TorchInstall
-from scaffold.buildconfig import BUILD_TOML, BuildConfig, KernelSection
 from scaffold.errors import BuildConfigError
 
 _CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx"})
