@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.status import Status
+from rich.text import Text
 
 from scaffold.compiler import BuildReporter, BuildResult
 
@@ -20,19 +20,25 @@ class ConsoleBuildReporter(BuildReporter):
         self._status: Status | None = None
 
     def note(self, message: str) -> None:
-        self._console.print(f"[yellow]Note:[/] {escape(message)}", soft_wrap=True)
+        self._console.print(
+            Text.assemble(("Note:", "yellow"), " ", message), soft_wrap=True, markup=False
+        )
 
     def variant_started(self, backend: str, variant: str) -> None:
         self._stop()
-        self._console.print(f"Building [bold]{backend}[/] → build/{variant}/")
-        self._status = self._console.status(f"{variant}: starting ninja")
+        self._console.print(
+            Text.assemble("Building ", (backend, "bold"), f" → build/{variant}/"), markup=False
+        )
+        self._status = self._console.status(Text(f"{variant}: starting ninja"))
         self._status.start()
 
     def step(self, variant: str, done: int, total: int, description: str) -> None:
         if self._status is not None:
-            self._status.update(f"[{done}/{total}] {escape(description)}")
+            self._status.update(Text(f"[{done}/{total}] {description}"))
         if self._console.is_terminal is False:
-            self._console.print(f"  [{done}/{total}] {escape(description)}", soft_wrap=True)
+            self._console.print(
+                f"  [{done}/{total}] {description}", soft_wrap=True, markup=False, highlight=False
+            )
 
     def compiler_output(self, variant: str, line: str) -> None:
         # The compiler's own file:line messages, unwrapped and unstyled so editors can jump to them.
@@ -43,8 +49,14 @@ class ConsoleBuildReporter(BuildReporter):
         what = f"compiled {len(result.compiled)} file(s)" if result.recompiled else "up to date"
         archs = f", CUDA archs {' '.join(result.archs)}" if result.archs else ""
         self._console.print(
-            f"  [green]✓[/] {result.variant} ({what}{archs}): op namespace {result.ops_name}",
+            Text.assemble(
+                "  ",
+                ("✓", "green"),
+                f" {result.variant} ({what}{archs}): op namespace ",
+                result.ops_name,
+            ),
             soft_wrap=True,
+            markup=False,
         )
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from scaffold._version import __version__
 from scaffold.buildconfig import find_project_root
@@ -28,8 +29,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(soft_wrap=True)
-error_console = Console(stderr=True, soft_wrap=True)
+# Messages are text, never markup: a path with "[/x]" or a table name like "[general]" prints as is.
+# Styling goes through Text objects and ``style=``, never through square brackets in a string.
+console = Console(soft_wrap=True, markup=False, highlight=False, emoji=False)
+error_console = Console(stderr=True, soft_wrap=True, markup=False, highlight=False, emoji=False)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -48,7 +51,7 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
         except KscaffoldError as error:
             if os.environ.get(DEBUG_VARIABLE):
                 raise
-            error_console.print(f"[bold red]Error:[/] {error}", markup=True, highlight=False)
+            error_console.print(Text.assemble(("Error:", "bold red"), " ", str(error)))
             raise typer.Exit(error.exit_code) from None
 
     return wrapper
@@ -98,7 +101,7 @@ def new(
         name, backends=backends, example=example, owner=owner, license=license, version=version
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
-    console.print(f"Created [bold]{spec.name}[/] in {project}")
+    console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
     console.print(f"Next: cd {project} && kscaffold build && python -m pytest tests")
 
 
@@ -118,7 +121,7 @@ def _project(path: Path | None) -> Path:
     root = find_project_root(Path.cwd())
     if root is None or root == Path.cwd().resolve():
         return Path(".")  # without a project, the command's own error says so
-    console.print(f"[dim]Project: {root}[/]", highlight=False)
+    console.print(f"Project: {root}", style="dim")
     return root
 
 
@@ -139,7 +142,9 @@ def _print_evolve_report(report: EvolveReport) -> None:
     for path in report.kept:
         console.print(f"  kept     {path} (you changed it; the template no longer has it)")
     if report.conflicts:
-        error_console.print("[bold yellow]Conflicts[/] (markers written; resolve, then commit):")
+        error_console.print(
+            Text.assemble(("Conflicts", "bold yellow"), " (markers written; resolve, then commit):")
+        )
         for conflict in report.conflicts:
             error_console.print(f"  {conflict.describe()}")
 

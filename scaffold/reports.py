@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from scaffold.checks import Finding
 from scaffold.clean import CleanReport
@@ -11,9 +11,10 @@ from scaffold.clean import CleanReport
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 
 
-def _say(console: Console, text: str) -> None:
+def _say(console: Console, *parts: str | tuple[str, str]) -> None:
     # Never wrap: one finding, one line, whatever the terminal's width (grep-able, testable).
-    console.print(text, soft_wrap=True)
+    # Parts are plain text or (text, style): never markup, so "[general]" survives.
+    console.print(Text.assemble(*parts), soft_wrap=True, markup=False, highlight=False)
 
 
 def print_clean_report(console: Console, report: CleanReport) -> None:
@@ -23,11 +24,11 @@ def print_clean_report(console: Console, report: CleanReport) -> None:
         _say(console, f"{verb}:")
         for removal in report.removed:
             suffix = "/" if removal.kind == "folder" else ""
-            _say(console, f"  {escape(removal.path + suffix)}  [dim]({escape(removal.reason)})[/]")
+            _say(console, f"  {removal.path}{suffix}  ", (f"({removal.reason})", "dim"))
     if report.skipped:
         _say(console, "Skipped (kept):")
         for skip in report.skipped:
-            _say(console, f"  {escape(skip.path)}  [dim]({escape(skip.reason)})[/]")
+            _say(console, f"  {skip.path}  ", (f"({skip.reason})", "dim"))
     if report.kept_build:
         count = len(report.kept_build)
         _say(
@@ -45,15 +46,12 @@ def print_findings(console: Console, findings: list[Finding]) -> None:
     """One line per finding with its severity and location, then how to fix it, then a tally."""
     for finding in findings:
         style = _SEVERITY_STYLE[finding.severity]
-        _say(
-            console,
-            f"[{style}]{finding.severity}[/] {escape(finding.location)}: {escape(finding.message)}",
-        )
-        _say(console, f"    [dim]fix:[/] {escape(finding.fix)}")
+        _say(console, (finding.severity, style), f" {finding.location}: {finding.message}")
+        _say(console, "    ", ("fix:", "dim"), f" {finding.fix}")
     errors = sum(finding.is_error for finding in findings)
     warnings = len(findings) - errors
     if not findings:
-        _say(console, "[green]No problems found.[/] Ready to release.")
+        _say(console, ("No problems found.", "green"), " Ready to release.")
     else:
         _say(
             console,
