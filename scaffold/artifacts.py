@@ -9,11 +9,17 @@ A file counts as generated only when kscaffold can show it, and is never tracked
   tagged as a cache with a ``CACHEDIR.TAG`` (pytest, ruff and mypy caches);
 * it is Python bytecode (``*.pyc``) in ``__pycache__/``, or a setuptools metadata file in
   ``*.egg-info/``;
-* it is one of the files kernel-builder's ``create-pyproject`` writes (CMakeLists.txt, setup.py,
-  pyproject.toml, cmake/*, torch-ext/registration.h, metadata-<backend>.json, and the
-  ``torch-ext/<python_name>/_ops.py`` its CMake renders) *and* its content carries that tool's
-  marks: a user's own ``setup.py`` or ``CMakeLists.txt`` stays;
 * it is the ``result`` link (or ``result-*``) of ``nix build``, pointing into the Nix store.
+
+Nothing else counts, however much it looks generated. Files named like kernel-builder's
+``create-pyproject`` output (``CMakeLists.txt``, ``setup.py``, ``pyproject.toml``, ``cmake/*``,
+``metadata-<backend>.json``, ...) are reported as kept: a user's own file of that name and shape is
+indistinguishable from the tool's, and only the user can tell them apart.
+
+The scan never leaves the project: it does not follow links, never opens anything but regular
+files, and does not descend into virtual environments (``.venv``, ``venv``, any folder with a
+``pyvenv.cfg``), git's data, ``node_modules``, or a folder that is a project of its own (one with
+a ``build.toml``, ``pyproject.toml``, ``setup.py``, ``Cargo.toml``, ``package.json`` or ``.git``).
 
 ``build/`` holds the release payload: the files kscaffold built there are reported separately, so
 callers decide whether they go.
@@ -21,9 +27,9 @@ callers decide whether they go.
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -57,74 +63,58 @@ _EGG_INFO_FILES = frozenset(
 )
 _NIX_RESULT = re.compile(r"^result(?:-[A-Za-z0-9_.-]+)?$")
 
-_CREATE_PYPROJECT = "written by kernel-builder's create-pyproject"
 #: The reason given for files listed in kscaffold's build manifest.
 BUILT_BY_KSCAFFOLD = "written by kscaffold build"
 
-
-def _read_text(path: Path, limit: int = 1 << 20) -> str:
-    try:
-        with path.open("rb") as stream:
-            return stream.read(limit).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _has_all(*needles: str) -> Callable[[Path], bool]:
-    def check(path: Path) -> bool:
-        text = _read_text(path)
-        return all(needle in text for needle in needles)
-
-    return check
-
-
-def _matches(pattern: str) -> Callable[[Path], bool]:
-    compiled = re.compile(pattern, re.MULTILINE)
-    return lambda path: compiled.search(_read_text(path)) is not None
-
-
-def _cmakelists(path: Path) -> bool:
-    text = _read_text(path)
-    names_the_ops = "OPS_NAME" in text or "TORCH_EXTENSION_NAME" in text
-    return "cmake_minimum_required" in text and names_the_ops
-
-
-def _metadata_json(path: Path) -> bool:
-    try:
-        data = json.loads(_read_text(path))
-    except ValueError:
-        return False
-    return isinstance(data, dict) and ("python-depends" in data or "id" in data)
-
-
-_CMAKE_CODE = _matches(r"\b(?:function|macro|set|include|if|message|foreach)\s*\(")
-_PYTHON_CODE = _matches(r"^\s*(?:import|from)\s+\w")
-
-#: create-pyproject's files (project-relative) and how to recognise each one's content.
-CREATE_PYPROJECT_FILES: dict[str, Callable[[Path], bool]] = {
-    "CMakeLists.txt": _cmakelists,
-    "setup.py": _has_all("CMakeExtension", "build_ext"),
-    "pyproject.toml": _has_all("[build-system]", "cmake", "torch"),
-    "torch-ext/registration.h": _has_all("REGISTER_EXTENSION", "TORCH_LIBRARY_EXPAND"),
-    **{
-        f"metadata-{backend}.json": _metadata_json
-        for backend in ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-    },
-    "cmake/utils.cmake": _CMAKE_CODE,
-    "cmake/kernel.cmake": _CMAKE_CODE,
-    "cmake/build-variants.cmake": _CMAKE_CODE,
-    "cmake/compile-metal.cmake": _CMAKE_CODE,
-    "cmake/get_gpu_lang.cmake": _CMAKE_CODE,
-    "cmake/add_build_metadata.py": _PYTHON_CODE,
-    "cmake/add_gpu_arch_metadata.py": _PYTHON_CODE,
-    "cmake/hipify.py": _PYTHON_CODE,
-    "cmake/metallib_to_header.py": _PYTHON_CODE,
-    "cmake/get_gpu_lang.py": _PYTHON_CODE,
-    "cmake/_ops.py.in": _has_all("@OPS_NAME@"),
-}
+#: Folder names never entered: other tools' environments and data, never a build's leftovers.
+FOREIGN_FOLDER_NAMES = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".tox"})
+#: Files that make a subfolder a project (or environment) of its own, which clean leaves alone.
+FOREIGN_PROJECT_MARKERS = (
+    "build.toml",
+    "pyproject.toml",
+    "setup.py",
+    "Cargo.toml",
+    "package.json",
+    "pyvenv.cfg",
+    ".git",
+)
+#: What kernel-builder's ``create-pyproject`` writes: reported, never removed (see above).
+CREATE_PYPROJECT_FILES = frozenset(
+    {
+        "CMakeLists.txt",
+        "setup.py",
+        "pyproject.toml",
+        "torch-ext/registration.h",
+        *(
+            f"metadata-{backend}.json"
+            for backend in ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
+        ),
+    }
+)
+_CREATE_PYPROJECT_FOLDER = "cmake"
 # torch-ext/<python_name>/_ops.py, rendered by create-pyproject's CMake from cmake/_ops.py.in.
 _OPS_PY = re.compile(r"^torch-ext/[^/]+/_ops\.py$")
-_ops_py_generated = _has_all("add_op_namespace_prefix", "ops")
+_LOOKS_LIKE_CREATE_PYPROJECT = (
+    "named like kernel-builder's create-pyproject output; kscaffold cannot show a tool wrote it, "
+    "so it stays (delete it yourself if it is not yours)"
+)
+
+
+def is_regular_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file itself (not a link, FIFO, socket or device)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_foreign_folder(path: Path) -> bool:
+    """A folder kscaffold never enters: another tool's environment or another project."""
+    if path.name in FOREIGN_FOLDER_NAMES:
+        return True
+    return os.path.lexists(path / ".git") or any(
+        is_regular_file(path / marker) for marker in FOREIGN_PROJECT_MARKERS
+    )
 
 
 @dataclass(frozen=True)
@@ -158,6 +148,8 @@ class Kept:
     edited: bool = False
     #: For a tracked artifact, why it counts as generated.
     origin: str = ""
+    #: Named like kernel-builder's create-pyproject output (kept: it cannot be told from a user's).
+    kernel_builder_lookalike: bool = False
 
 
 def _tracked(path: str, origin: str) -> Kept:
@@ -200,7 +192,11 @@ def _points_into_nix_store(path: Path) -> bool:
 
 
 def _is_cache_dir(path: Path) -> bool:
+    # Only a tool's cache next to the project's sources (.pytest_cache, .ruff_cache, .mypy_cache);
+    # other tagged folders (cargo's target/, a dataset cache) are someone else's to manage.
     tag = path / "CACHEDIR.TAG"
+    if not path.name.endswith("cache") or not is_regular_file(tag):
+        return False
     try:
         with tag.open("rb") as stream:
             return stream.read(len(_CACHEDIR_SIGNATURE)) == _CACHEDIR_SIGNATURE
@@ -230,7 +226,7 @@ def _folder_rule(relative: str, path: Path) -> _FolderRule | None:
             lambda file: file.endswith((".pyc", ".pyo")) and "/" not in file,
             "not Python bytecode",
         )
-    if name.endswith(".egg-info") and (path / "PKG-INFO").is_file():
+    if name.endswith(".egg-info") and is_regular_file(path / "PKG-INFO"):
         return _FolderRule(
             "setuptools package metadata",
             lambda file: file in _EGG_INFO_FILES,
@@ -249,6 +245,7 @@ def _walk_files(root: Path) -> Iterator[Path]:
         for name in dirs:  # links to folders are not followed: remove the link itself
             if (base / name).is_symlink():
                 yield base / name
+        dirs[:] = [name for name in dirs if not is_foreign_folder(base / name)]
 
 
 class _Scanner:
@@ -276,8 +273,18 @@ class _Scanner:
     def folder(self, relative: str, path: Path, rule: _FolderRule) -> None:
         files = [(self.relative(file), file) for file in _walk_files(path)]
         prefix = relative + "/"
-        accepted = [(rel, file) for rel, file in files if rule.accepts(rel.removeprefix(prefix))]
-        if len(accepted) == len(files) and relative not in self.tracked_dirs:
+        accepted = [
+            (rel, file)
+            for rel, file in files
+            if rule.accepts(rel.removeprefix(prefix))
+            and (file.is_symlink() or is_regular_file(file))
+        ]
+        foreign = any(
+            is_foreign_folder(Path(folder) / name)
+            for folder, dirs, _ in os.walk(path)
+            for name in dirs
+        )
+        if len(accepted) == len(files) and relative not in self.tracked_dirs and not foreign:
             self.scan.artifacts.append(Artifact(relative, "folder", rule.reason))
             return
         accepted_paths = {rel for rel, _ in accepted}
@@ -285,21 +292,27 @@ class _Scanner:
             if rel in accepted_paths:
                 self.add(rel, "link" if file.is_symlink() else "file", rule.reason)
             elif rel not in self.tracked:
-                self.scan.kept.append(Kept(rel, f"{rule.not_accepted} (in {rule.reason})"))
+                why = rule.not_accepted if is_regular_file(file) or file.is_symlink() else ""
+                why = why or "not a regular file"
+                self.scan.kept.append(Kept(rel, f"{why} (in {rule.reason})"))
 
     def file(self, relative: str, path: Path) -> None:
         if relative in self.manifest:
             self.manifest_file(relative, path)
             return
-        check = CREATE_PYPROJECT_FILES.get(relative)
-        if check is None and _OPS_PY.match(relative):
-            check = _ops_py_generated
-        if check is not None and not path.is_symlink():
-            if check(path):
-                self.add(relative, "file", _CREATE_PYPROJECT)
-            elif relative not in self.tracked:
+        parts = PurePosixPath(relative).parts
+        if (
+            relative in CREATE_PYPROJECT_FILES
+            or _OPS_PY.match(relative)
+            or (
+                len(parts) == 2
+                and parts[0] == _CREATE_PYPROJECT_FOLDER
+                and parts[1].endswith((".cmake", ".py", ".in"))
+            )
+        ):
+            if relative not in self.tracked and is_regular_file(path):
                 self.scan.kept.append(
-                    Kept(relative, "named like a kernel-builder file, but its content is not one")
+                    Kept(relative, _LOOKS_LIKE_CREATE_PYPROJECT, kernel_builder_lookalike=True)
                 )
             return
         if "/" not in relative and _NIX_RESULT.match(relative) and path.is_symlink():
@@ -311,7 +324,7 @@ class _Scanner:
     def manifest_file(self, relative: str, path: Path) -> None:
         if relative in self.tracked:
             self.scan.kept.append(_tracked(relative, BUILT_BY_KSCAFFOLD))
-        elif path.is_symlink() or not path.is_file():
+        elif not is_regular_file(path):
             self.scan.kept.append(Kept(relative, "no longer a regular file"))
         elif sha256_file(path) != self.manifest[relative]:
             self.scan.kept.append(
@@ -327,10 +340,12 @@ class _Scanner:
             for name in sorted(dirs):
                 path = base / name
                 relative = self.relative(path)
-                if name == ".git" or path.is_symlink() or (path / ".git").exists():
-                    # git's own data, a nested repository, or a link: never ours to touch.
-                    if path.is_symlink():
-                        self.file(relative, path)
+                if path.is_symlink():  # a link: never followed, only the link itself is judged
+                    self.file(relative, path)
+                    continue
+                ours = base == self.project and name in {BUILD_DIR, *TOOL_FOLDERS}
+                if not ours and is_foreign_folder(path):
+                    # git's data, a virtual environment, a project of its own: never ours.
                     continue
                 if relative in self.tracked:  # a submodule
                     continue

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from scaffold.artifacts import Artifact, ArtifactKind, scan_artifacts
+from scaffold.artifacts import Artifact, ArtifactKind, is_regular_file, scan_artifacts
 from scaffold.buildconfig import BUILD_TOML
 from scaffold.errors import KscaffoldError, NotAProjectError
+from scaffold.template import ANSWERS_FILE
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,25 @@ class CleanReport:
 def _project_dir(project: Path) -> Path:
     if not project.is_dir():
         raise NotAProjectError(f"{project} is not a folder.")
-    if not (project / BUILD_TOML).is_file():
+    if not is_regular_file(project / BUILD_TOML):
         raise NotAProjectError(
             f"{project} has no {BUILD_TOML}, so it is not a kernel project: kscaffold clean only "
             "works in one (run it in the project's folder or pass its path)."
         )
+    if not (is_regular_file(project / ANSWERS_FILE) or _declares_general(project / BUILD_TOML)):
+        raise NotAProjectError(
+            f"{project} is neither a kscaffold project (no {ANSWERS_FILE}) nor a kernel-builder "
+            f"one (its {BUILD_TOML} has no [general] table), so kscaffold clean leaves it alone."
+        )
     return project.resolve()
+
+
+def _declares_general(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data.get("general"), dict)
 
 
 def _emptied_folders(project: Path, removed: list[str]) -> list[str]:

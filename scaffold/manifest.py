@@ -56,10 +56,14 @@ def record_generated(project: Path, paths: Iterable[Path]) -> None:
     text = json.dumps(
         {"version": _FORMAT_VERSION, "files": dict(sorted(entries.items()))}, indent=2
     )
-    _write_atomically(project / MANIFEST_PATH, text + "\n")
+    write_atomically(project / MANIFEST_PATH, text + "\n")
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a fresh temporary file renamed over it.
+
+    Readers (and a process killed half-way) see the old content or the new, never a mix.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

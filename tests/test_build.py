@@ -40,7 +40,7 @@ from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
 from scaffold.gitutil import init_and_commit, run_git
-from scaffold.manifest import load_manifest
+from scaffold.manifest import load_manifest, record_generated
 from tests.helpers import run, run_with_kernel
 
 CPU_TORCH = TorchInstall(root=Path("/t"), version="2.13.0+cpu", cuda=None, cxx11_abi=True)
@@ -607,10 +607,37 @@ def test_compile_commands_keep_other_variants(tmp_path: Path) -> None:
     def entry(scratch: Path, name: str) -> dict[str, str]:
         return {"directory": str(scratch), "file": f"/p/{name}", "command": "c++"}
 
-    update_compile_commands(tmp_path, {cpu: [entry(cpu, "a.cpp")], cuda: [entry(cuda, "b.cu")]})
+    written = update_compile_commands(
+        tmp_path, {cpu: [entry(cpu, "a.cpp")], cuda: [entry(cuda, "b.cu")]}
+    )
+    assert written is not None
+    record_generated(tmp_path, [written])  # as build_project does
     update_compile_commands(tmp_path, {cpu: [entry(cpu, "c.cpp")]})
     data = json.loads((tmp_path / "compile_commands.json").read_text())
     assert [item["file"] for item in data] == ["/p/b.cu", "/p/c.cpp"]
+
+
+@pytest.mark.parametrize("kind", ["users-file", "edited-since", "folder"])
+def test_build_never_rewrites_a_users_compile_commands(tmp_path: Path, kind: str) -> None:
+    # issue 11 item 7: a compile_commands.json kscaffold did not write (or that was edited since)
+    # is never rewritten, so it never lands in the record that clean deletes from.
+    scratch = tmp_path / "s" / "cpu"
+    scratch.mkdir(parents=True)
+    fresh = {scratch: [{"directory": str(scratch), "file": "/p/a.cpp", "command": "c++"}]}
+    path = tmp_path / "compile_commands.json"
+    if kind == "edited-since":
+        written = update_compile_commands(tmp_path, fresh)
+        assert written is not None
+        record_generated(tmp_path, [written])
+    if kind == "folder":
+        path.mkdir()
+    else:
+        path.write_text('[{"directory": "/elsewhere", "file": "/mine.cpp", "command": "cc"}]\n')
+    before = path.read_bytes() if kind != "folder" else b""
+
+    assert update_compile_commands(tmp_path, fresh) is None
+
+    assert path.is_dir() if kind == "folder" else path.read_bytes() == before
 
 
 # --- errors raised before anything compiles ---------------------------------------------------

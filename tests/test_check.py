@@ -425,7 +425,7 @@ PLANTED: list[tuple[str, Callable[[Path], None], str, str, str, str]] = [
         "error",
         "torch-ext/my_kernel/_ops.py",
         "Nix copies every .py under torch-ext/",
-        "Run `kscaffold clean`",
+        "Delete torch-ext/my_kernel/_ops.py if a tool wrote it",
     ),
     (
         "toml-syntax",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
+import stat
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,17 +152,20 @@ KERNEL_BUILDER_FILES = {
 }
 
 
-def test_kernel_builder_files_go_when_their_content_is_kernel_builders(project: Path) -> None:
-    after_new = snapshot(project)
+def test_files_shaped_like_create_pyproject_output_stay(project: Path) -> None:
+    # issue 11 item 3: a user's setup.py/pyproject.toml/CMakeLists.txt/cmake/*.cmake/metadata-*.json
+    # with create-pyproject's shape is indistinguishable from the tool's: it stays, with the reason.
     for relative, text in KERNEL_BUILDER_FILES.items():
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
+    before = snapshot(project)
 
-    report = clean_project(project)
+    report = clean_project(project, include_build=True)
 
-    assert snapshot(project) == after_new
-    assert not (project / "cmake").exists()  # left empty, so removed
-    assert set(KERNEL_BUILDER_FILES) | {"cmake"} == removed_paths(report)
+    assert snapshot(project) == before
+    assert not report.removed
+    assert set(skipped(report)) == set(KERNEL_BUILDER_FILES)
+    assert all("create-pyproject" in reason for reason in skipped(report).values())
 
 
 def test_user_files_named_like_kernel_builder_files_stay(project: Path) -> None:
@@ -171,18 +178,23 @@ def test_user_files_named_like_kernel_builder_files_stay(project: Path) -> None:
 
     assert snapshot(project) == before
     assert not report.removed
-    assert set(skipped(report)) == set(KERNEL_BUILDER_FILES)
-    assert all("content is not one" in reason for reason in skipped(report).values())
 
 
-def test_tracked_kernel_builder_files_stay(project: Path) -> None:
+def test_a_committed_kernel_builder_lookalike_survives_check_fix_then_clean(project: Path) -> None:
+    # issue 11 item 3: following check's advice for a tracked file (git rm --cached) must not hand
+    # the user's file to clean, and the generated .gitignore must not hide it from the guard.
     (project / "setup.py").write_text(KERNEL_BUILDER_FILES["setup.py"])
-    commit_all(project, "setup.py")
+    (project / "cmake").mkdir()
+    (project / "cmake" / "utils.cmake").write_text(KERNEL_BUILDER_FILES["cmake/utils.cmake"])
+    commit_all(project, "setup.py", "cmake/utils.cmake")
+    assert clean_project(project).removed == []
+    git(project, "rm", "--cached", "--quiet", "setup.py", "cmake/utils.cmake")
 
     report = clean_project(project)
 
-    assert (project / "setup.py").is_file()
-    assert skipped(report)["setup.py"].startswith("tracked by git")
+    assert not report.removed
+    assert (project / "setup.py").read_text() == KERNEL_BUILDER_FILES["setup.py"]
+    assert (project / "cmake" / "utils.cmake").is_file()
 
 
 def test_caches_go_but_not_what_only_resembles_them(project: Path) -> None:
@@ -263,6 +275,62 @@ def test_clean_refuses_a_folder_without_build_toml(tmp_path: Path) -> None:
     assert (tmp_path / "setup.py").is_file()
 
 
+@pytest.mark.parametrize(
+    "build_toml", ["", "[package]\nname = 'x'\n", "not toml [", "general = 1\n"]
+)
+def test_clean_needs_a_kscaffold_or_kernel_builder_project(tmp_path: Path, build_toml: str) -> None:
+    # issue 11 item 4: any folder with some build.toml is not a kernel project.
+    (tmp_path / "build.toml").write_text(build_toml)
+    cache = tmp_path / "lib" / "__pycache__"
+    cache.mkdir(parents=True)
+    (cache / "mod.cpython-311.pyc").write_bytes(b"\0")
+    with pytest.raises(NotAProjectError, match="neither a kscaffold project"):
+        clean_project(tmp_path)
+    assert (cache / "mod.cpython-311.pyc").is_file()
+
+
+def test_a_kernel_builder_project_without_answers_is_cleaned(tmp_path: Path) -> None:
+    (tmp_path / "build.toml").write_text('[general]\nname = "x"\n')
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    assert removed_paths(clean_project(tmp_path)) == {"__pycache__"}
+
+
+def _environment_and_foreign_projects(project: Path) -> None:
+    """What clean must never enter: venvs, other projects, git data, other tools' caches."""
+    site = project / ".venv" / "lib" / "python3.11" / "site-packages"
+    for root in (site, project / "venv" / "lib", project / "env" / "lib"):
+        (root / "foo.egg-info").mkdir(parents=True)
+        (root / "foo.egg-info" / "PKG-INFO").write_text("Name: foo\n")
+        (root / "foo" / "__pycache__").mkdir(parents=True)
+        (root / "foo" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+    (project / "env" / "pyvenv.cfg").write_text("home = /usr\n")
+    for marker in ("pyproject.toml", "build.toml", "Cargo.toml", ".git"):
+        sub = project / "vendor" / marker.replace(".", "_")
+        (sub / "__pycache__").mkdir(parents=True)
+        (sub / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+        (sub / marker).write_text("")
+        (sub / "_cmake_build").mkdir()
+        (sub / "_cmake_build" / "CMakeCache.txt").write_text("x\n")
+    target = project / "rust" / "target"
+    target.mkdir(parents=True)
+    (target / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
+    (target / "release.bin").write_bytes(b"\0")
+
+
+def test_clean_never_enters_venvs_or_foreign_projects(project: Path) -> None:
+    # issue 11 item 4: .venv/ (installed packages' .egg-info), venv/, a folder with pyvenv.cfg,
+    # subprojects with their own build.toml/pyproject.toml/Cargo.toml/.git, cargo's target/.
+    _environment_and_foreign_projects(project)
+    before = snapshot(project, exclude=(".git",))
+
+    report = clean_project(project, include_build=True)
+
+    assert snapshot(project, exclude=(".git",)) == before, report
+    assert not report.removed
+    assert not any(skip.path.startswith((".venv", "venv", "env/")) for skip in report.skipped)
+
+
 # ------------------------------------------------------------------------------------------------
 # CLI
 
@@ -276,7 +344,7 @@ def test_cli_dry_run_lists_and_clean_removes(project: Path) -> None:
     assert "Would remove:" in dry.output
     assert f"build/{SIMULATED_VARIANT}/metadata.json  (written by kscaffold build)" in dry.output
     assert ".kscaffold/  (kscaffold's build scratch folder)" in dry.output
-    assert "CMakeLists.txt  (named like a kernel-builder file" in dry.output
+    assert "CMakeLists.txt  (named like kernel-builder's create-pyproject output" in dry.output
     assert "Dry run: nothing was changed." in dry.output
     assert (project / ".kscaffold").is_dir()
 
@@ -339,8 +407,27 @@ file_names = st.one_of(
 )
 
 
-def user_files(variant: str) -> st.SearchStrategy[list[tuple[str, bytes, bool]]]:
-    """(path, content, tracked) for files a user adds anywhere in a built project."""
+#: Contents a user's file may have: anything, or exactly the shape of create-pyproject's output.
+file_contents = st.one_of(
+    st.binary(max_size=48),
+    st.sampled_from([text.encode() for text in KERNEL_BUILDER_FILES.values()]),
+)
+#: A virtual environment inside the project, with what installed packages carry.
+VENV_FOLDERS = (
+    ".venv",
+    ".venv/lib/python3.11/site-packages",
+    ".venv/lib/python3.11/site-packages/foo.egg-info",
+    ".venv/lib/python3.11/site-packages/foo/__pycache__",
+    "venv/lib/__pycache__",
+)
+VENV_NAMES = ("PKG-INFO", "SOURCES.txt", "top_level.txt", "mod.cpython-311.pyc", "pyvenv.cfg")
+
+
+def user_files(variant: str) -> st.SearchStrategy[list[tuple[str, bytes, bool, bool]]]:
+    """(path, content, tracked, fifo) for files a user adds anywhere in a built project.
+
+    Some are FIFOs named like artifacts (opening one would hang); some live in a ``.venv/``.
+    """
     folder_names = st.one_of(
         st.sampled_from(
             [
@@ -350,44 +437,72 @@ def user_files(variant: str) -> st.SearchStrategy[list[tuple[str, bytes, bool]]]
                 "torch-ext",
                 f"torch-ext/{PYTHON_NAME}",
                 "tests",
+                "tests/__pycache__",
                 "cmake",
                 "build",
                 f"build/{variant}",
+                ".kscaffold",
                 "notes",
                 "notes/deep",
             ]
         ),
         st.text(_NAME_CHARS, min_size=1, max_size=8).filter(_is_user_name),
     )
-    entry = st.tuples(folder_names, file_names, st.binary(max_size=48), st.booleans())
+    regular = st.tuples(folder_names, file_names, file_contents, st.booleans(), st.just(False))
+    venv = st.tuples(
+        st.sampled_from(VENV_FOLDERS),
+        st.one_of(st.sampled_from(VENV_NAMES), file_names),
+        file_contents,
+        st.booleans(),
+        st.just(False),
+    )
+    fifo_names = st.sampled_from(
+        [*ARTIFACT_LIKE_NAMES, "CACHEDIR.TAG", "PKG-INFO", "x.cpython-311.pyc"]
+    )
+    fifo = st.tuples(folder_names, fifo_names, st.just(b""), st.just(False), st.just(True))
+    entry = st.one_of(regular, venv, fifo)
     return st.lists(entry, min_size=1, max_size=6).map(
         lambda items: [
-            ((f"{folder}/{name}" if folder else name), data, tracked)
-            for folder, name, data, tracked in items
+            ((f"{folder}/{name}" if folder else name), data, tracked, is_fifo)
+            for folder, name, data, tracked, is_fifo in items
         ]
     )
 
 
-def _place(project: Path, files: list[tuple[str, bytes, bool]]) -> dict[str, bytes]:
-    """Write the files that fit in the tree (no file in the way of a folder, or the reverse)."""
+def _place(project: Path, files: UserFiles) -> tuple[dict[str, bytes], list[str]]:
+    """Write the files that fit in the tree (no file in the way of a folder, or the reverse).
+
+    Returns the regular files placed and the FIFOs made. A FIFO only takes a free name, and a
+    file in a tool's own folders (``.kscaffold/``, a ``__pycache__``'s ``.pyc``) replaces nothing.
+    """
     placed: dict[str, bytes] = {}
+    fifos: list[str] = []
     tracked: list[str] = []
-    for relative, data, track in files:
+    for relative, data, track, is_fifo in files:
         path = project / relative
         parents = list(Path(relative).parents)[:-1]
         if path.is_dir() or any((project / parent).is_file() for parent in parents):
             continue
+        if relative.startswith(".kscaffold/") and not is_fifo:
+            continue  # kscaffold's folder: what a user puts there is documented to go
+        if relative in fifos or (is_fifo and os.path.lexists(path)):
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
+        if is_fifo:
+            placed.pop(relative, None)
+            os.mkfifo(path)
+            fifos.append(relative)
+            continue
         path.write_bytes(data)
         placed[relative] = data
         if track:
             tracked.append(relative)
     if tracked:
         commit_all(project, *tracked)
-    return placed
+    return placed, fifos
 
 
-UserFiles = list[tuple[str, bytes, bool]]
+UserFiles = list[tuple[str, bytes, bool, bool]]
 
 
 @dataclass(frozen=True)
@@ -411,24 +526,43 @@ def tree_diff(actual: dict[str, bytes], expected: dict[str, bytes]) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def no_hang(seconds: int = 30) -> Iterator[None]:
+    """Fail instead of hanging (a FIFO opened for reading blocks until a writer comes)."""
+
+    def fail(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s: a FIFO was opened?")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def assert_clean_restores(built: Built, files: UserFiles) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         project = copy_project(built.project, Path(scratch) / "my-kernel")
-        placed = _place(project, files)
-        assume(placed)
+        placed, fifos = _place(project, files)
+        assume(placed or fifos)
         expected = {**built.after_new, **placed}
         before = snapshot(project)
 
-        dry = clean_project(project, dry_run=True, include_build=True)
+        with no_hang():
+            dry = clean_project(project, dry_run=True, include_build=True)
         assert snapshot(project) == before, "--dry-run changed the tree"
 
-        report = clean_project(project, include_build=True)
+        with no_hang():
+            report = clean_project(project, include_build=True)
         assert report.removed == dry.removed
         after = snapshot(project)
         assert after == expected, f"{tree_diff(after, expected)}\n{report}"
+        assert all(stat.S_ISFIFO(os.lstat(project / fifo).st_mode) for fifo in fifos), report
         expected_folders = {
             parent.as_posix()
-            for relative in expected
+            for relative in [*expected, *fifos]
             for parent in Path(relative).parents
             if parent.as_posix() != "."
         }

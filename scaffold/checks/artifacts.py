@@ -23,6 +23,17 @@ def check_artifacts(context: Context) -> list[Finding]:
                     "`kscaffold clean` then removes it).",
                 )
             )
+        elif kept.kernel_builder_lookalike and _in_python_sources(kept.path):
+            findings.append(
+                error(
+                    kept.path,
+                    "A file named like kernel-builder's generated _ops.py is in the kernel's "
+                    "sources: Nix copies every .py under torch-ext/, so the release would carry "
+                    "it, and it may name a stale op namespace.",
+                    f"Delete {kept.path} if a tool wrote it (`kscaffold clean` keeps it: it "
+                    "cannot tell it from a file of yours).",
+                )
+            )
         elif kept.edited and PurePosixPath(kept.path).parts[0] != BUILD_DIR:
             findings.append(
                 warning(
@@ -36,7 +47,7 @@ def check_artifacts(context: Context) -> list[Finding]:
         if artifact.is_release_payload:
             continue  # build/<variant>/ is the release payload
         path = artifact.path + ("/" if artifact.kind == "folder" else "")
-        if artifact.path.startswith("torch-ext/") and artifact.path.endswith(".py"):
+        if _in_python_sources(artifact.path):
             findings.append(
                 error(
                     path,
@@ -54,3 +65,7 @@ def check_artifacts(context: Context) -> list[Finding]:
                 )
             )
     return findings
+
+
+def _in_python_sources(path: str) -> bool:
+    return path.startswith("torch-ext/") and path.endswith(".py")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import filelock
+
 from scaffold.buildconfig import BUILD_TOML, BuildConfig, load_build_config
 from scaffold.compiler.archs import ArchPolicy, make_arch_policy
-from scaffold.compiler.compdb import update_compile_commands
+from scaffold.compiler.compdb import COMPDB_NAME, update_compile_commands
 from scaffold.compiler.deps import resolve_dependencies
 from scaffold.compiler.install import install_variant, python_files, remove_stale_libraries
 from scaffold.compiler.ninjafile import write_if_changed, write_scratch_files
@@ -32,12 +35,14 @@ from scaffold.compiler.toolchain import (
 )
 from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import ops_name, variant_name
-from scaffold.errors import InvalidOptionError, ToolchainError
+from scaffold.errors import BuildConfigError, InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated
 from scaffold.names import SUPPORTED_BACKENDS
 
 #: kscaffold's own folder in a project: scratch builds, caches and the generated-files record.
 STATE_DIR = ".kscaffold"
+#: The lock a build holds in STATE_DIR, so concurrent builds of one project take turns.
+LOCK_NAME = "build.lock"
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,57 @@ def build_project(
     config = load_build_config(project)
     config.check_sources()
     state = project / STATE_DIR
+    _usable_folder(project, project / "build", create=False)
+    _usable_folder(project, state, create=True)
+    with _build_lock(state, reporter):
+        return _build_locked(project, config, state, backend, cuda_archs, jobs, reporter)
+
+
+def _usable_folder(project: Path, folder: Path, *, create: bool) -> None:
+    """Say why ``folder`` inside ``project`` cannot be kscaffold's; create it if asked."""
+    relative = folder.relative_to(project)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise BuildConfigError(
+            f"{folder} is in the way: kscaffold build writes the folder {relative}/ there. "
+            "Move it aside (or delete it if it is not yours) and build again."
+        )
+    try:
+        if create:
+            folder.mkdir(exist_ok=True)
+    except OSError as error:
+        raise BuildConfigError(
+            f"Cannot create {folder}: {error.strerror or error}. Make {project} writable and "
+            "build again."
+        ) from error
+
+
+@contextlib.contextmanager
+def _build_lock(state: Path, reporter: BuildReporter) -> Iterator[None]:
+    """Hold ``.kscaffold/build.lock``: one build of a project at a time, the others wait.
+
+    The lock is an OS file lock, released when its process exits however it exits.
+    """
+    lock = filelock.FileLock(state / LOCK_NAME)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        reporter.note(f"Waiting for another kscaffold build of this project ({state / LOCK_NAME}).")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _build_locked(
+    project: Path,
+    config: BuildConfig,
+    state: Path,
+    backend: str | None,
+    cuda_archs: Sequence[str] | None,
+    jobs: int | None,
+    reporter: BuildReporter,
+) -> list[BuildResult]:
     torch = find_torch(state)
     selected = _select_backends(config, torch, backend, cuda_archs, reporter)
     toolkit = selected.get("cuda")
@@ -103,6 +159,13 @@ def build_project(
     sources = [project / BUILD_TOML, *(project / s for s in config.source_files())]
     uid = project_uid(project, [*sources, *python_files(config)], state)
     plans = [_plan(config, name, uid, tools, archs, reporter) for name in selected]
+    for plan in plans:
+        target = project / "build" / plan.variant
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            raise BuildConfigError(
+                f"{target} is in the way: kscaffold build writes the variant there and "
+                "replaces it whole. Move it aside (or delete it if it is not yours) and rebuild."
+            )
     # A folder git and tools should leave alone, whatever the project's .gitignore says.
     write_if_changed(state / ".gitignore", "*\n")
 
@@ -131,7 +194,14 @@ def build_project(
     finally:
         # Variants finished before a failure stay installed, so they must be on record too.
         if commands:
-            generated.append(update_compile_commands(project, commands))
+            written = update_compile_commands(project, commands)
+            if written is not None:
+                generated.append(written)
+            else:
+                reporter.note(
+                    f"{COMPDB_NAME} is not the one kscaffold wrote, so it stays as it is; the "
+                    f"compile commands are in {STATE_DIR}/build/<variant>/ (`ninja -t compdb`)."
+                )
         if generated:
             record_generated(project, generated)
     return results

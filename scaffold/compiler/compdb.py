@@ -1,4 +1,9 @@
-"""``compile_commands.json`` at the project root, for IDEs and clangd, merged over variants."""
+"""``compile_commands.json`` at the project root, for IDEs and clangd, merged over variants.
+
+kscaffold writes the file only when it is absent or still exactly what kscaffold last wrote (as
+its record of generated files shows): a ``compile_commands.json`` of the user's own, or one edited
+since, is left alone, and the build says so.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,39 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from scaffold.artifacts import is_regular_file
 from scaffold.compiler.ninjafile import write_if_changed
+from scaffold.manifest import load_manifest, sha256_file
 
 COMPDB_NAME = "compile_commands.json"
 
 
-def update_compile_commands(project: Path, fresh: Mapping[Path, list[dict[str, str]]]) -> Path:
+def owns_compile_commands(project: Path) -> bool:
+    """Whether kscaffold may write ``compile_commands.json``: absent, or byte for byte its own."""
+    path = project / COMPDB_NAME
+    if not path.exists() and not path.is_symlink():
+        return True
+    if not is_regular_file(path):
+        return False
+    recorded = load_manifest(project).get(COMPDB_NAME)
+    try:
+        return recorded is not None and sha256_file(path) == recorded
+    except OSError:
+        return False
+
+
+def update_compile_commands(
+    project: Path, fresh: Mapping[Path, list[dict[str, str]]]
+) -> Path | None:
     """Replace the entries of each rebuilt scratch folder in ``fresh``, keep the others.
 
     A build of one backend then leaves the other backend's entries in place, while entries
-    whose scratch folder is gone (a variant no longer built) are dropped.
+    whose scratch folder is gone (a variant no longer built) are dropped. Returns the file, or
+    None when it is not kscaffold's to write (see :func:`owns_compile_commands`).
     """
     path = project / COMPDB_NAME
+    if not owns_compile_commands(project):
+        return None
     rebuilt = {str(scratch) for scratch in fresh}
     kept = [
         entry

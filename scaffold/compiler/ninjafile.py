@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scaffold.compiler.plan import VariantPlan
 from scaffold.compiler.stubs import REGISTRATION_H
+from scaffold.manifest import write_atomically
 
 #: ninja's status line prefix ([finished/total]), parsed back by the runner.
 NINJA_STATUS = "[%f/%t] "
@@ -81,10 +82,7 @@ def write_if_changed(path: Path, text: str) -> bool:
             return False
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
+    write_atomically(path, text)
     return True
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import ninja
 
 from scaffold.errors import ToolchainError
+from scaffold.manifest import write_atomically
 
 #: First torch release whose extensions are built as C++20 (kernel-builder does the same).
 _CXX20_SINCE = (2, 12)
@@ -81,8 +82,7 @@ def find_torch(cache_dir: Path) -> TorchInstall:
         abi = None
     if not isinstance(abi, bool):
         abi = _probe_cxx11_abi()
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"key": key, "cxx11_abi": abi}) + "\n", encoding="utf-8")
+        write_atomically(cache, json.dumps({"key": key, "cxx11_abi": abi}) + "\n")
     return TorchInstall(
         root=root,
         version=version,

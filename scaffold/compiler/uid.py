@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from scaffold.gitutil import git_available, run_git
+from scaffold.manifest import write_atomically
 
 #: Git's id of the empty tree: the base of a repository that has no commit yet.
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -43,8 +44,7 @@ def project_uid(project: Path, sources: Iterable[Path], state: Path | None = Non
     except OSError:
         baseline = ""
     if not re.fullmatch(r"[0-9a-f]{7}", baseline):
-        state.mkdir(parents=True, exist_ok=True)
-        record.write_text(current + "\n", encoding="utf-8")
+        write_atomically(record, current + "\n")
         return current
     return baseline if baseline == current else baseline + "_dirty"
 
