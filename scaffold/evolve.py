@@ -12,6 +12,7 @@ user's files, and the *after* rendering becomes the new baseline.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +26,25 @@ from scaffold.merge import Conflict, plan_merge
 from scaffold.names import SUPPORTED_BACKENDS
 from scaffold.schema import OpSchema, find_schemas
 from scaffold.skeleton import render_skeleton, skeleton_path
-from scaffold.template import kscaffold_version, render_files
+from scaffold.template import ANSWERS_FILE, kscaffold_version, render_files
 
+#: The baseline's ref for a project at the top of its git repository.
 BASELINE_REF = "refs/kscaffold/template"
+#: Where the baselines of projects in subfolders of a larger repository live, one ref each.
+_NESTED_BASELINES = "refs/kscaffold/templates/"
+
+
+def baseline_ref(project: Path) -> str:
+    """The git ref holding ``project``'s baseline.
+
+    A project at the top of its repository uses :data:`BASELINE_REF`; one in a subfolder of a
+    larger repository (made with ``--no-git`` there) gets a ref of its own, named after its path
+    in the repository, so projects sharing a repository never share a baseline.
+    """
+    prefix = gitutil.run_git(project, "rev-parse", "--show-prefix").stdout.strip()
+    if not prefix:
+        return BASELINE_REF
+    return _NESTED_BASELINES + hashlib.sha256(prefix.encode()).hexdigest()[:20]
 
 
 @dataclass
@@ -43,16 +60,35 @@ class EvolveReport:
 def record_baseline(project: Path, files: dict[str, bytes], message: str) -> None:
     """Keep ``files`` as the project's pristine rendering (only in git projects)."""
     if gitutil.is_inside_work_tree(project):
-        gitutil.write_ref_files(project, BASELINE_REF, files, message)
+        gitutil.write_ref_files(project, baseline_ref(project), files, message)
+
+
+def _stored_baseline(project: Path, answers_text: bytes) -> dict[str, bytes] | None:
+    """The newest stored baseline rendered with the project's current answers, if any.
+
+    Each add-backend or update appends a baseline to the ref's history. When the project was
+    since rolled back with git (``git reset``, ``git revert``), its answers file is an older
+    one again, and the baseline to merge from is the one recorded with those answers.
+    """
+    ref = baseline_ref(project)
+    history = gitutil.run_git(project, "rev-list", "--max-count=200", ref, "--", check=False)
+    for commit in history.stdout.split() if history.returncode == 0 else []:
+        shown = gitutil.run_git(project, "show", f"{commit}:{ANSWERS_FILE}", check=False)
+        if shown.returncode == 0 and shown.stdout.encode() == answers_text:
+            return gitutil.read_ref_files(project, commit)
+    return None
 
 
 def _baseline(project: Path, answers: ProjectAnswers, in_git: bool) -> dict[str, bytes]:
     if in_git:
-        stored = gitutil.read_ref_files(project, BASELINE_REF)
+        stored = _stored_baseline(project, (project / ANSWERS_FILE).read_bytes())
         if stored is not None:
             return stored
     if answers.kscaffold_version == kscaffold_version():
         return render_files(answers.values)
+    latest = gitutil.read_ref_files(project, baseline_ref(project)) if in_git else None
+    if latest is not None:  # answers edited by hand: the last baseline is the best guess
+        return latest
     raise KscaffoldError(
         f"{project} was made by kscaffold {answers.kscaffold_version} and has no stored baseline "
         f"({BASELINE_REF}): install kscaffold {answers.kscaffold_version} to add a backend, "

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from scaffold.errors import KscaffoldError
@@ -43,10 +44,18 @@ def _identity_args(repo: Path) -> tuple[str, ...]:
     return () if configured else _FALLBACK_IDENTITY
 
 
-def init_and_commit(repo: Path, message: str) -> None:
-    """``git init`` a new project and commit everything in it."""
+def init_and_commit(repo: Path, message: str, paths: Sequence[str] | None = None) -> None:
+    """``git init`` a new project and commit ``paths`` in it (default: everything not ignored).
+
+    Only the paths named are staged: files that were in the folder before kscaffold wrote into
+    it stay untracked, never committed (or pushed) on the user's behalf.
+    """
     run_git(repo, "init", "--quiet")
-    run_git(repo, "add", "--all")
+    if paths is None:
+        run_git(repo, "add", "--all")
+    else:
+        for start in range(0, len(paths), 500):
+            run_git(repo, "add", "--force", "--", *paths[start : start + 500])
     run_git(repo, *_identity_args(repo), "commit", "--quiet", "--no-verify", "-m", message)
 
 

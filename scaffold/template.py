@@ -16,6 +16,10 @@ from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
 
 ANSWERS_FILE = ".copier-answers.yml"
+#: Prefix of the staging folders ``kscaffold new`` renders into.
+STAGING_PREFIX = ".kscaffold-new-"
+#: What rendering never copies from the installed template: bytecode, caches, staging folders.
+RENDER_EXCLUDES = ("__pycache__", "*.py[co]", ".pytest_cache", f"{STAGING_PREFIX}*")
 
 
 def template_dir() -> Path:
@@ -56,6 +60,8 @@ def render(answers: dict[str, Any], destination: Path) -> None:
             quiet=True,
             unsafe=False,
             skip_tasks=True,
+            # Never what running the template's own files or an interrupted `new` left in it.
+            exclude=list(RENDER_EXCLUDES),
         )
 
 

@@ -117,7 +117,7 @@ def test_failure_while_rendering_leaves_nothing(
 def test_failure_after_writing_removes_what_was_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken_git(repo: Path, message: str) -> None:
+    def broken_git(repo: Path, message: str, paths: object = None) -> None:
         raise create.KscaffoldError("git exploded")
 
     monkeypatch.setattr(create.gitutil, "init_and_commit", broken_git)
