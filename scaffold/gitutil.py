@@ -70,8 +70,10 @@ def read_ref_files(repo: Path, ref: str) -> dict[str, bytes] | None:
         repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False
     ).returncode:
         return None
+    # From the top of the work tree: in a subfolder, git archive would take only that subfolder.
+    top = run_git(repo, "rev-parse", "--show-toplevel").stdout.strip()
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", ref], cwd=repo, capture_output=True, check=False
+        ["git", "archive", "--format=tar", ref], cwd=top, capture_output=True, check=False
     )
     if archive.returncode != 0:
         raise KscaffoldError(f"`git archive {ref}` failed in {repo}: {archive.stderr.decode()}")

@@ -6,6 +6,9 @@ items of the adversarial review these tests came from.
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +17,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from scaffold import create
+from scaffold import template as template_module
 from scaffold.cli import app
+from scaffold.create import ProjectSpec, create_project
+from scaffold.evolve import add_backend, update_project
+from scaffold.template import render_files, template_dir
+from tests.helpers import run, snapshot
 
 runner = CliRunner()
 
@@ -114,3 +123,190 @@ def test_build_refuses_a_file_or_link_where_its_folders_go(
 
     assert code == 1 and output.count("\n") == 1 and "is in the way" in output, output
     assert sorted(p.name for p in outside.iterdir()) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# kscaffold new: nothing through links, nothing half-made, nothing of the user's committed
+
+
+def test_new_force_never_writes_through_links(tmp_path: Path) -> None:
+    # item 2: a link in the destination where the template writes a file or a folder.
+    outside = tmp_path / "outside"
+    (outside / "dir").mkdir(parents=True)
+    (outside / "README.md").write_text("precious\n")
+    for link, target in (("README.md", outside / "README.md"), ("csrc", outside / "dir")):
+        dest = tmp_path / f"dest-{link}"
+        dest.mkdir()
+        (dest / link).symlink_to(target)
+        code, output = invoke("new", "my-kernel", "--dest", dest, "--force", "--no-git")
+        assert code == 1 and "symbolic link" in output and output.count("\n") == 1, output
+        assert [p.name for p in dest.iterdir()] == [link]
+    assert snapshot(outside) == {"README.md": b"precious\n"}
+    assert list((outside / "dir").iterdir()) == []
+
+
+def test_new_force_never_writes_through_a_hard_link(tmp_path: Path) -> None:
+    outside = tmp_path / "precious.md"
+    outside.write_text("precious\n")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    os.link(outside, dest / "README.md")
+    code, output = invoke("new", "my-kernel", "--dest", dest, "--force", "--no-git")
+    assert code == 0, output
+    assert outside.read_text() == "precious\n"
+    assert "my-kernel" in (dest / "README.md").read_text()
+
+
+def test_a_failing_new_force_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # item 5: the user's README (overwritten by --force) comes back when the run fails.
+    (tmp_path / "README.md").write_text("mine\n")
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "notes.txt").write_text("mine\n")
+    before, folders_before = snapshot(tmp_path), sorted(p for p in tmp_path.rglob("*"))
+
+    def broken_git(repo: Path, message: str, paths: object = None) -> None:
+        (repo / ".git").mkdir()
+        raise create.KscaffoldError("git exploded")
+
+    monkeypatch.setattr(create.gitutil, "init_and_commit", broken_git)
+    code, output = invoke("new", "my-kernel", "--dest", tmp_path, "--force")
+    assert code == 1 and "git exploded" in output, output
+    assert snapshot(tmp_path) == before
+    assert sorted(p for p in tmp_path.rglob("*")) == folders_before
+
+
+def test_new_force_never_makes_the_users_files_template_baseline(tmp_path: Path) -> None:
+    # item 5: pre-existing files are neither committed by new nor deleted by a later update.
+    dest = tmp_path / "k"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("mine\n")
+    (dest / ".env").write_text("TOKEN=secret\n")
+    code, output = invoke("new", "my-kernel", "--dest", dest, "--force")
+    assert code == 0, output
+    tracked = run(["git", "ls-files"], cwd=dest).split()
+    assert "notes.txt" not in tracked and ".env" not in tracked
+    run(["git", "add", "notes.txt"], cwd=dest)
+    run(["git", "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "mine"], cwd=dest)
+    (dest / ".env").unlink()
+
+    update_project(dest)
+
+    assert (dest / "notes.txt").read_text() == "mine\n"
+
+
+def test_new_refuses_a_destination_inside_its_own_template(tmp_path: Path) -> None:
+    # item 8: rendering into the template would copy the template into itself, forever.
+    template = template_dir()
+    before = sorted(p.relative_to(template) for p in template.rglob("*"))
+    for inside in (template, template / "project" / "x", template / "new-folder"):
+        code, output = invoke("new", "my-kernel", "--dest", inside, "--force", "--no-git")
+        assert code == 1 and "inside kscaffold's own template" in output, output
+    assert sorted(p.relative_to(template) for p in template.rglob("*")) == before
+
+
+def test_rendering_never_copies_bytecode_or_staging_left_in_the_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # items 8 and 17: what running the template's tests or a killed `new` left there stays there.
+    copy = tmp_path / "template"
+    shutil.copytree(template_dir(), copy)
+    (copy / "project" / "tests" / "__pycache__").mkdir()
+    (copy / "project" / "tests" / "__pycache__" / "conftest.cpython-311.pyc").write_bytes(b"\0")
+    (copy / "project" / ".kscaffold-new-1-x" / "project").mkdir(parents=True)
+    (copy / "project" / ".kscaffold-new-1-x" / "project" / "build.toml").write_text("")
+    monkeypatch.setattr(template_module, "template_dir", lambda: copy)
+    files = render_files(ProjectSpec.parse("my-kernel").answers())
+    assert not [path for path in files if "__pycache__" in path or "kscaffold-new" in path]
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["new-folder", "force"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_during_new_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int, force: bool
+) -> None:
+    # item 11: SIGTERM and SIGHUP roll back like Ctrl-C: no half-made project, no staging.
+    dest = tmp_path / "k"
+    if force:
+        dest.mkdir()
+        (dest / "README.md").write_text("mine\n")
+    before = snapshot(tmp_path)
+    real_copy = shutil.copy2
+    written: list[object] = []
+
+    def copy_then_signal(source: object, target: object) -> object:
+        written.append(target)
+        if len(written) == 3:
+            os.kill(os.getpid(), signum)
+        return real_copy(source, target)  # type: ignore[arg-type]
+
+    def commit_then_signal(repo: Path, message: str, paths: object = None) -> None:
+        os.kill(os.getpid(), signum)
+
+    monkeypatch.setattr(create.shutil, "copy2", copy_then_signal)
+    monkeypatch.setattr(create.gitutil, "init_and_commit", commit_then_signal)
+    args = ["--force"] if force else []
+    code, output = invoke("new", "my-kernel", "--dest", dest, *args)
+    assert code == 128 + signum and "Interrupted" in output, output
+    assert snapshot(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["k"] if force else [])
+
+
+def test_new_sweeps_the_staging_of_a_killed_run(tmp_path: Path) -> None:
+    # item 11: SIGKILL cannot be caught; the next `new` removes what the dead run staged.
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout.strip()
+    stale = tmp_path / f".kscaffold-new-{dead}-abc" / "project"
+    stale.mkdir(parents=True)
+    (stale / "build.toml").write_text("")
+    live = tmp_path / f".kscaffold-new-{os.getpid()}-live"
+    live.mkdir()
+    code, output = invoke("new", "my-kernel", "--dest", tmp_path / "k", "--no-git")
+    assert code == 0, output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "k"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Baselines: one per project, and the right one after a git undo
+
+
+def _commit(repo: Path, message: str) -> None:
+    run(["git", "add", "--all"], cwd=repo)
+    run(["git", "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", message], cwd=repo)
+
+
+def test_no_git_projects_in_one_repository_each_grow(tmp_path: Path) -> None:
+    # item 12: the baseline ref of a --no-git project in a larger repository is its own.
+    run(["git", "init", "-q"], cwd=tmp_path)
+    projects = {}
+    for name in ("kernel-a", "kernel-b"):
+        spec = ProjectSpec.parse(name, backends="cuda")
+        projects[name] = create_project(spec, tmp_path / name, git=False)
+    _commit(tmp_path, "two kernels")
+    for name, project in projects.items():
+        add_backend(project, "cpu")
+        _commit(tmp_path, f"{name}: cpu")
+        assert (project / "csrc" / "cpu" / "relu.cpp").is_file(), name
+        assert f'name = "{name}"' in (project / "build.toml").read_text()
+    for project in projects.values():
+        assert update_project(project).written == []
+
+
+def test_add_backend_again_after_undoing_it_with_git(tmp_path: Path) -> None:
+    # item 13: git reset undoes add-backend; running it again must redo it.
+    project = create_project(ProjectSpec.parse("my-kernel", backends="cuda"), tmp_path / "k")
+    add_backend(project, "cpu")
+    _commit(project, "add cpu")
+    run(["git", "reset", "-q", "--hard", "HEAD~1"], cwd=project)
+    assert not (project / "csrc" / "cpu").exists()
+
+    report = add_backend(project, "cpu")
+
+    assert "csrc/cpu/relu.cpp" in report.written
+    assert (project / "csrc" / "cpu" / "relu.cpp").is_file()
+    assert '"cpu"' in (project / "build.toml").read_text()
