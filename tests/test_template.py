@@ -49,6 +49,7 @@ def expected_files(spec: ProjectSpec) -> set[str]:
         "flake.nix",
         "ruff.toml",
         "benchmarks/benchmark.py",
+        "benchmarks/harness.py",
         f"csrc/{op}.h",
         "tests/__init__.py",
         "tests/conftest.py",

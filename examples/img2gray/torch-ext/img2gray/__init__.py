@@ -46,7 +46,11 @@ def img2gray(image: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.T
         RuntimeError: If ``image`` or ``out`` breaks one of the rules above; the message says which.
     """
     if out is None:
-        return ops.img2gray(image)
+        if image.requires_grad and torch.is_grad_enabled():
+            return ops.img2gray(image)  # The op with the autograd formula registered below.
+        # Otherwise the out= op: the same kernel, without the Python autograd layer that
+        # torch.library.register_autograd puts in front of ops.img2gray (several µs a call).
+        out = image.new_empty(image.shape[:-1])
     ops.img2gray_out(out, image)
     return out
 
@@ -85,6 +89,13 @@ def _img2gray_fake(image: torch.Tensor) -> torch.Tensor:
     # What torch.compile and the meta device see: the checks and the result's shape and dtype.
     _check_image(image)
     return image.new_empty(image.shape[:-1])
+
+
+@torch.library.register_fake(add_op_namespace_prefix("img2gray_out"))
+def _img2gray_out_fake(out: torch.Tensor, image: torch.Tensor) -> None:
+    # The out= op under torch.compile and on the meta device: the image checks (the kernel checks
+    # out against the image when it runs).
+    _check_image(image)
 
 
 def _img2gray_backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
