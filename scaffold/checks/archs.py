@@ -4,7 +4,7 @@ kernel-builder does not compile a kernel's ``cuda-capabilities`` as written: it 
 with its own target list for the CUDA toolkit at hand, keeping for each target the newest listed
 arch of the same major version at or below it (``+PTX`` archs also match newer majors; ``a``/``f``
 archs only their exact target). An arch that no target picks is dropped without a word; this
-rule reports it instead.
+rule warns about it (the rest of the table still builds).
 """
 
 from __future__ import annotations
@@ -114,10 +114,10 @@ def _dropped(location: str, archs: list[CudaArch]) -> list[Finding]:
             )
             continue
         findings.append(
-            error(
+            warning(
                 location,
                 f"cuda-capabilities entry {arch} is not an arch kernel-builder builds for with "
-                f"any CUDA toolkit ({known}): it would be dropped silently.",
+                f"any CUDA toolkit ({known}): it is dropped silently.",
                 f'Replace "{arch}" with the nearest of {known} at or below it, or add +PTX '
                 f"to an older arch to cover it.",
             )
