@@ -58,7 +58,8 @@ _GENERAL_OTHER_KEYS = {
     4: {"xpu": {"python-depends"}, "neuron": {"python-depends"}},
 }
 _TORCH_KEYS = {"src", "include", "pyext", "minver", "maxver", "cxx-flags", "stable-abi"}
-_NOARCH_KEYS = {"pyext", "cuda-capabilities", "rocm-archs"}
+# kernel-builder spells these two with underscores, unlike every other key.
+_NOARCH_KEYS = {"pyext", "cuda_capabilities", "rocm_archs"}
 _TVM_FFI_KEYS = {"src", "include", "pyext", "cxx-flags"}
 _KERNEL_KEYS = {"backend", "depends", "src", "include", "cxx-flags"}
 # Keys a kernel table may carry only for its own backend (a cpu kernel with cuda-flags is an error).
@@ -96,7 +97,7 @@ class TorchSection:
     #: ``stable-abi``: the torch version (major, minor) each backend's variant targets through
     #: torch's stable ABI; a backend not in it is built against the installed torch's own ABI.
     stable_abi: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    #: ``[torch-noarch]`` ``cuda-capabilities`` / ``rocm-archs``, recorded in metadata.json.
+    #: ``[torch-noarch]`` ``cuda_capabilities`` / ``rocm_archs``, recorded in metadata.json.
     noarch_archs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -380,7 +381,7 @@ def _parse_framework(top: _Table, framework: str, edition: int) -> TorchSection:
         noarch = top.req_table(framework, _NOARCH_KEYS)
         archs = {
             backend: values
-            for backend, key in (("cuda", "cuda-capabilities"), ("rocm", "rocm-archs"))
+            for backend, key in (("cuda", "cuda_capabilities"), ("rocm", "rocm_archs"))
             if (values := noarch.opt_str_list(key)) is not None
         }
         return TorchSection(

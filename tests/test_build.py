@@ -578,7 +578,8 @@ def test_cuda_flags_match_kernel_builder(tmp_path: Path) -> None:
     text = " ".join(kernel.flags)
     for part in (
         "-O3 -DNDEBUG",
-        "--expt-relaxed-constexpr --expt-extended-lambda -DONNX_NAMESPACE=onnx_c2",
+        "--expt-relaxed-constexpr --expt-extended-lambda -DONNX_NAMESPACE=onnx_c2 -Xcudafe "
+        "--diag_suppress=cc_clobber_ignored,--diag_suppress=field_without_dll_interface,",
         "-Xcompiler -fPIC",
         "-Xcompiler -fno-gnu-unique",
         "/opt/cuda/include -gencode arch=compute_90,code=sm_90 -lineinfo",

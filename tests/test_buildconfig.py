@@ -197,7 +197,7 @@ python-depends = ["einops"]
 
 [torch-noarch]
 pyext = ["py", "json"]
-cuda-capabilities = ["8.0", "9.0"]
+cuda_capabilities = ["8.0", "9.0"]
 
 [kernel]
 """

@@ -92,6 +92,12 @@ def build_project(
     state = project / STATE_DIR
     if config.is_noarch:
         return _build_noarch(config, backend, cuda_archs, reporter)
+    if backend is None and not set(config.backends) & set(SUPPORTED_BACKENDS):
+        raise ToolchainError(
+            f"Nothing to build: {BUILD_TOML} declares only {', '.join(config.backends)}, and "
+            f"kscaffold builds {' and '.join(SUPPORTED_BACKENDS)} kernels on Linux "
+            f"({'; '.join(_why_not(name) for name in config.backends)})."
+        )
     torch = find_torch(state)
     _check_torch_bounds(config, torch)
     selected = _select_backends(config, torch, backend, cuda_archs, reporter)
@@ -171,12 +177,6 @@ def _select_backends(
     else:
         wanted = [name for name in SUPPORTED_BACKENDS if name in config.backends]
         others = [name for name in config.backends if name not in SUPPORTED_BACKENDS]
-        if not wanted:
-            raise ToolchainError(
-                f"Nothing to build: {BUILD_TOML} declares only {declared}, and kscaffold "
-                f"builds {' and '.join(SUPPORTED_BACKENDS)} kernels on Linux "
-                f"({'; '.join(_why_not(name) for name in others)})."
-            )
         for name in others:
             reporter.note(f"Skipping the {name} backend: {_why_not(name)}.")
     if cuda_archs is not None and "cuda" not in wanted:

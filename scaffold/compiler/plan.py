@@ -37,9 +37,18 @@ TORCH_NVCC_FLAGS: tuple[str, ...] = (
     "--expt-extended-lambda",
     "-DONNX_NAMESPACE=onnx_c2",
     "-Xcudafe",
-    "--diag_suppress=cc_clobber_ignored,field_without_dll_interface,"
-    "base_class_has_different_dll_interface,dll_interface_conflict_none_assumed,"
-    "dll_interface_conflict_dllexport_assumed,bad_friend_decl",
+    # nvcc splits -X values at commas: one --diag_suppress per warning.
+    ",".join(
+        f"--diag_suppress={warning}"
+        for warning in (
+            "cc_clobber_ignored",
+            "field_without_dll_interface",
+            "base_class_has_different_dll_interface",
+            "dll_interface_conflict_none_assumed",
+            "dll_interface_conflict_dllexport_assumed",
+            "bad_friend_decl",
+        )
+    ),
 )
 
 # kernel-builder builds with CMAKE_BUILD_TYPE=Release, which adds these to C++ and CUDA alike.
