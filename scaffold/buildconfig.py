@@ -1,16 +1,22 @@
-"""Read a project's ``build.toml`` (kernel-builder edition 5) into typed values.
+"""Read a project's ``build.toml`` (kernel-builder editions 4 and 5) into typed values.
 
 Shared by ``kscaffold build``, ``clean`` and ``check``, so it knows nothing about compiling.
 Every problem is a :class:`BuildConfigError` naming the key at fault, in the form
-``build.toml: [kernel.relu_cuda] is missing 'src'``. Keys that edition 5 does not define are
+``build.toml: [kernel.relu_cuda] is missing 'src'``. Keys that the edition does not define are
 refused rather than ignored, so a misspelt ``cuda-capabilites`` cannot silently do nothing.
+
+Editions follow kernel-builder's parser: a file without ``general.edition`` is edition 4 (the
+format most existing projects use; kernel-builder upgrades it in memory), ``edition = 5`` is the
+current one. Edition 4 lacks ``kernel-depends`` and ``[general.tpu]`` and takes ``stable-abi``
+as one version for every backend. Any other edition is refused: the parser of kernels 0.17.2
+and of kernel-builder's sources read here knows no other.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.errors import BuildConfigError, InvalidNameError, NotAProjectError
@@ -21,13 +27,40 @@ BUILD_TOML = "build.toml"
 #: Every backend edition 5 accepts in ``general.backends`` and ``[kernel.*] backend``.
 KNOWN_BACKENDS: tuple[str, ...] = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 
+#: The editions kscaffold reads; a file without ``edition`` is edition 4.
+EDITIONS: tuple[int, ...] = (4, 5)
+LEGACY_EDITION = 4
+
+#: The framework tables a project declares exactly one of, and what kscaffold builds of them.
+FRAMEWORKS: tuple[str, ...] = ("torch", "torch-noarch", "tvm-ffi")
+
 _GENERAL_KEYS = {
-    "name", "version", "license", "backends", "edition", "upstream", "source",
-    "python-depends", "kernel-depends", "hub", "cuda", "xpu", "neuron", "tpu",
+    5: {
+        "name", "version", "license", "backends", "edition", "upstream", "source",
+        "python-depends", "kernel-depends", "hub", "cuda", "xpu", "neuron", "tpu",
+    },
+    4: {
+        "name", "version", "license", "backends", "upstream", "source", "python-depends",
+        "hub", "cuda", "xpu", "neuron",
+    },
 }  # fmt: skip
 _HUB_KEYS = {"repo-id", "branch"}
-_GENERAL_CUDA_KEYS = {"minver", "maxver", "python-depends", "kernel-depends"}
+_GENERAL_CUDA_KEYS = {
+    5: {"minver", "maxver", "python-depends", "kernel-depends"},
+    4: {"minver", "maxver", "python-depends"},
+}
+_GENERAL_OTHER_KEYS = {
+    5: {
+        "xpu": {"python-depends", "kernel-depends"},
+        "neuron": {"python-depends", "kernel-depends"},
+        "tpu": {"python-depends"},
+    },
+    4: {"xpu": {"python-depends"}, "neuron": {"python-depends"}},
+}
 _TORCH_KEYS = {"src", "include", "pyext", "minver", "maxver", "cxx-flags", "stable-abi"}
+# kernel-builder spells these two with underscores, unlike every other key.
+_NOARCH_KEYS = {"pyext", "cuda_capabilities", "rocm_archs"}
+_TVM_FFI_KEYS = {"src", "include", "pyext", "cxx-flags"}
 _KERNEL_KEYS = {"backend", "depends", "src", "include", "cxx-flags"}
 # Keys a kernel table may carry only for its own backend (a cpu kernel with cuda-flags is an error).
 _KERNEL_BACKEND_KEYS: Mapping[str, set[str]] = {
@@ -49,12 +82,23 @@ class KernelDependency:
 
 @dataclass(frozen=True)
 class TorchSection:
-    """The ``[torch]`` table: the bindings compiled into every variant."""
+    """The framework table: ``[torch]``, the bindings compiled into every variant.
+
+    A ``[torch-noarch]`` or ``[tvm-ffi]`` project fills in the fields its table has.
+    """
 
     src: tuple[str, ...]
     include: tuple[str, ...]
     pyext: tuple[str, ...]
     cxx_flags: tuple[str, ...]
+    #: ``minver``/``maxver``: the torch versions the kernel builds with, e.g. ``(2, 9)``.
+    minver: tuple[int, ...] | None = None
+    maxver: tuple[int, ...] | None = None
+    #: ``stable-abi``: the torch version (major, minor) each backend's variant targets through
+    #: torch's stable ABI; a backend not in it is built against the installed torch's own ABI.
+    stable_abi: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: ``[torch-noarch]`` ``cuda_capabilities`` / ``rocm_archs``, recorded in metadata.json.
+    noarch_archs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,6 +114,8 @@ class KernelSection:
     cuda_flags: tuple[str, ...]
     #: ``None`` when the table has no ``cuda-capabilities`` (the build then picks the archs).
     cuda_capabilities: tuple[str, ...] | None
+    #: ``cuda-minver``: the oldest CUDA toolkit that builds the table, e.g. ``(12, 8)``.
+    cuda_minver: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +134,15 @@ class BuildConfig:
     hub_repo_id: str | None
     torch: TorchSection
     kernels: tuple[KernelSection, ...]
+    #: 4 for a file without ``edition`` (kernel-builder's legacy format), else 5.
+    edition: int = 5
+    #: Which framework table the project has: ``torch``, ``torch-noarch`` or ``tvm-ffi``.
+    framework: str = "torch"
+
+    @property
+    def is_noarch(self) -> bool:
+        """A pure-Python kernel: nothing to compile, one ``torch-<backend>`` variant each."""
+        return self.framework == "torch-noarch"
 
     @property
     def python_name(self) -> str:
@@ -153,20 +208,24 @@ def load_build_config(project: Path) -> BuildConfig:
         raise BuildConfigError(f"{BUILD_TOML}: not valid TOML: {error}") from error
     except UnicodeDecodeError as error:
         raise BuildConfigError(f"{BUILD_TOML}: not UTF-8 text: {error}") from error
-    return _parse(project, _Table("", data, _TOP_LEVEL_KEYS))
+    return _parse(project, data)
 
 
 class _Table:
     """A TOML table with typed getters whose errors name the key's full path."""
 
-    def __init__(self, path: str, data: Mapping[str, object], known: set[str] | None) -> None:
+    def __init__(
+        self, path: str, data: Mapping[str, object], known: set[str] | None, edition: int = 5
+    ) -> None:
         self.path = path
         self.data = data
+        self.edition = edition
         unknown = sorted(set(data) - known) if known is not None else []
         if unknown:
             raise BuildConfigError(
                 f"{BUILD_TOML}: {self._where()} has unknown key '{unknown[0]}' "
-                f"(edition 5 allows: {', '.join(sorted(known or ()))})"
+                f"(edition {edition}{_EDITION_4_NOTE if edition == LEGACY_EDITION else ''} "
+                f"allows: {', '.join(sorted(known or ()))})"
             )
 
     def _where(self) -> str:
@@ -210,7 +269,7 @@ class _Table:
         value = self._required(key)
         if not isinstance(value, dict):
             raise self._fail(key, "a table")
-        return _Table(f"{self.path}.{key}" if self.path else key, value, known)
+        return _Table(f"{self.path}.{key}" if self.path else key, value, known, self.edition)
 
     def opt_table(self, key: str, known: set[str]) -> _Table | None:
         return self.req_table(key, known) if key in self.data else None
@@ -227,21 +286,53 @@ class _Table:
     def opt_paths(self, key: str) -> tuple[str, ...]:
         return self.req_paths(key) if key in self.data else ()
 
+    def opt_version(self, key: str) -> tuple[int, ...] | None:
+        """A ``major.minor[.patch]`` version string such as ``"2.9"``."""
+        if key not in self.data:
+            return None
+        return _version(self.req_str(key), f"{self.path}.{key}")
 
-def _parse(project: Path, top: _Table) -> BuildConfig:
-    for other in ("torch-noarch", "tvm-ffi"):
-        if other in top.data:
-            raise BuildConfigError(
-                f"{BUILD_TOML}: [{other}] projects are not supported: "
-                "kscaffold builds [torch] kernels"
-            )
-    general = top.req_table("general", _GENERAL_KEYS)
-    torch = top.req_table("torch", _TORCH_KEYS)
 
-    if general.req_int("edition") != 5:
+_EDITION_4_NOTE = ", read so because [general] has no 'edition'"
+
+
+def _version(text: str, key: str) -> tuple[int, ...]:
+    parts = text.strip().split(".")
+    if not 1 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
         raise BuildConfigError(
-            f"{BUILD_TOML}: general.edition must be 5 (the edition kscaffold reads)"
+            f"{BUILD_TOML}: {key} must be a version such as \"2.9\", not '{text}'"
         )
+    return tuple(int(part) for part in parts)
+
+
+def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
+    general_data = data.get("general")
+    edition_value = general_data.get("edition") if isinstance(general_data, dict) else None
+    if edition_value is None:
+        edition = LEGACY_EDITION
+    elif isinstance(edition_value, bool) or not isinstance(edition_value, int):
+        raise BuildConfigError(f"{BUILD_TOML}: general.edition must be an integer")
+    elif edition_value != EDITIONS[-1]:
+        raise BuildConfigError(
+            f"{BUILD_TOML}: general.edition is {edition_value}, which kscaffold cannot read: "
+            "like the build.toml parser of kernels 0.17.2, it reads edition = 5, and the legacy "
+            "format (4) only when [general] has no edition key; set edition = 5 "
+            "(kernel-builder update-build converts a legacy file)"
+        )
+    else:
+        edition = edition_value
+    top = _Table("", data, _TOP_LEVEL_KEYS, edition)
+    general = top.req_table("general", _GENERAL_KEYS[edition])
+    frameworks = [name for name in FRAMEWORKS if name in top.data]
+    if len(frameworks) != 1:
+        found = ", ".join(f"[{name}]" for name in frameworks) or "none"
+        raise BuildConfigError(
+            f"{BUILD_TOML}: needs exactly one of [torch], [torch-noarch] or [tvm-ffi] "
+            f"(found {found})"
+        )
+    framework = frameworks[0]
+    torch = _parse_framework(top, framework, edition)
+
     try:
         name = KernelName(general.req_str("name"))
     except InvalidNameError as error:
@@ -251,9 +342,18 @@ def _parse(project: Path, top: _Table) -> BuildConfig:
         raise BuildConfigError(f"{BUILD_TOML}: general.backends must list at least one backend")
     for backend in backends:
         _check_backend("general.backends", backend)
+    for backend in torch.stable_abi:
+        _check_backend("torch.stable-abi", backend)
 
     hub = general.opt_table("hub", _HUB_KEYS)
-    cuda = general.opt_table("cuda", _GENERAL_CUDA_KEYS)
+    cuda = general.opt_table("cuda", _GENERAL_CUDA_KEYS[edition])
+    backend_depends: dict[str, tuple[str, ...]] = {}
+    if cuda is not None:
+        backend_depends["cuda"] = cuda.opt_str_list("python-depends") or ()
+    for section, keys in _GENERAL_OTHER_KEYS[edition].items():
+        table = general.opt_table(section, keys)
+        if table is not None:
+            backend_depends[section] = table.opt_str_list("python-depends") or ()
     kernel_tables = top.data.get("kernel", {})
     if not isinstance(kernel_tables, dict):
         raise BuildConfigError(f"{BUILD_TOML}: kernel must be tables such as [kernel.my_op_cuda]")
@@ -264,24 +364,82 @@ def _parse(project: Path, top: _Table) -> BuildConfig:
         license=general.req_str("license"),
         backends=backends,
         python_depends=general.opt_str_list("python-depends") or (),
-        backend_python_depends=(
-            {"cuda": cuda.opt_str_list("python-depends") or ()} if cuda is not None else {}
-        ),
+        backend_python_depends=backend_depends,
         kernel_depends=_parse_kernel_depends(general),
         hub_repo_id=hub.opt_str("repo-id") if hub is not None else None,
-        torch=TorchSection(
-            src=torch.req_paths("src"),
-            include=torch.opt_paths("include"),
-            pyext=torch.opt_str_list("pyext") or ("py", "pyi"),
-            cxx_flags=torch.opt_str_list("cxx-flags") or (),
-        ),
+        torch=torch,
         kernels=tuple(
-            _parse_kernel(label, data, backends) for label, data in kernel_tables.items()
+            _parse_kernel(label, data, backends, edition) for label, data in kernel_tables.items()
         ),
+        edition=edition,
+        framework=framework,
     )
 
 
-def _parse_kernel(label: str, data: object, backends: tuple[str, ...]) -> KernelSection:
+def _parse_framework(top: _Table, framework: str, edition: int) -> TorchSection:
+    if framework == "torch-noarch":
+        noarch = top.req_table(framework, _NOARCH_KEYS)
+        archs = {
+            backend: values
+            for backend, key in (("cuda", "cuda_capabilities"), ("rocm", "rocm_archs"))
+            if (values := noarch.opt_str_list(key)) is not None
+        }
+        return TorchSection(
+            src=(),
+            include=(),
+            pyext=noarch.opt_str_list("pyext") or ("py", "pyi"),
+            cxx_flags=(),
+            noarch_archs=archs,
+        )
+    if framework == "tvm-ffi":
+        tvm = top.req_table(framework, _TVM_FFI_KEYS)
+        return TorchSection(
+            src=tvm.req_paths("src"),
+            include=tvm.opt_paths("include"),
+            pyext=tvm.opt_str_list("pyext") or ("py", "pyi"),
+            cxx_flags=tvm.opt_str_list("cxx-flags") or (),
+        )
+    torch = top.req_table("torch", _TORCH_KEYS)
+    return TorchSection(
+        src=torch.opt_paths("src"),
+        include=torch.opt_paths("include"),
+        pyext=torch.opt_str_list("pyext") or ("py", "pyi"),
+        cxx_flags=torch.opt_str_list("cxx-flags") or (),
+        minver=torch.opt_version("minver"),
+        maxver=torch.opt_version("maxver"),
+        stable_abi=_parse_stable_abi(torch, edition),
+    )
+
+
+def _major_minor(text: str, key: str) -> tuple[int, int]:
+    version = _version(text, key)
+    return version[0], version[1] if len(version) > 1 else 0
+
+
+def _parse_stable_abi(torch: _Table, edition: int) -> dict[str, tuple[int, int]]:
+    """``stable-abi = "2.11"`` (every backend) or, from edition 5, ``{cuda = "2.11", ...}``."""
+    key = "torch.stable-abi"
+    value = torch.data.get("stable-abi")
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return dict.fromkeys(KNOWN_BACKENDS, _major_minor(value, key))
+    if isinstance(value, dict) and edition >= 5:
+        versions: dict[str, tuple[int, int]] = {}
+        for backend, text in value.items():
+            if not isinstance(text, str):
+                raise BuildConfigError(f"{BUILD_TOML}: {key}.{backend} must be a version string")
+            versions[backend] = _major_minor(text, f"{key}.{backend}")
+        return versions
+    expected = 'a version such as "2.11"' + (
+        " or a table of them by backend" if edition >= 5 else " (edition 4)"
+    )
+    raise BuildConfigError(f"{BUILD_TOML}: {key} must be {expected}")
+
+
+def _parse_kernel(
+    label: str, data: object, backends: tuple[str, ...], edition: int
+) -> KernelSection:
     path = f"kernel.{label}"
     if not isinstance(data, dict):
         raise BuildConfigError(f"{BUILD_TOML}: {path} must be a table")
@@ -292,7 +450,7 @@ def _parse_kernel(label: str, data: object, backends: tuple[str, ...]) -> Kernel
         raise BuildConfigError(
             f"{BUILD_TOML}: {path}.backend is '{backend}', which general.backends does not list"
         )
-    table = _Table(path, data, _KERNEL_KEYS | _KERNEL_BACKEND_KEYS.get(backend, set()))
+    table = _Table(path, data, _KERNEL_KEYS | _KERNEL_BACKEND_KEYS.get(backend, set()), edition)
     return KernelSection(
         label=label,
         backend=backend,
@@ -302,12 +460,14 @@ def _parse_kernel(label: str, data: object, backends: tuple[str, ...]) -> Kernel
         cxx_flags=table.opt_str_list("cxx-flags") or (),
         cuda_flags=table.opt_str_list("cuda-flags") or (),
         cuda_capabilities=table.opt_str_list("cuda-capabilities"),
+        cuda_minver=table.opt_version("cuda-minver"),
     )
 
 
 def _parse_kernel_depends(general: _Table) -> tuple[KernelDependency, ...]:
     key = "general.kernel-depends"
     raw = general.data.get("kernel-depends", [])
+
     if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
         raise BuildConfigError(f"{BUILD_TOML}: {key} must be a list of tables")
     depends = []

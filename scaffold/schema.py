@@ -5,17 +5,21 @@ Schemas are the ``<lib>.def("name(Tensor x) -> Tensor")`` calls (kscaffold's tem
 ``TORCH_LIBRARY_IMPL[_EXPAND](<namespace>, <DispatchKey>, <lib>) { ... }`` block, one block per
 backend. The scanner reads C++ as text: it drops comments, reads string literals (adjacent ones
 concatenated, raw strings included) and matches braces, which is all these registrations need.
-It does not run the preprocessor, so registrations hidden behind macros are not seen.
+It does not expand macros, but it knows the ``#if``/``#elif``/``#else`` branch each schema and
+registration sits in (:mod:`scaffold.preprocessor`), so a check can ask whether it is compiled for
+a backend. The stable-ABI forms (``STABLE_TORCH_LIBRARY*``) are read like the others.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scaffold.errors import KscaffoldError
+from scaffold.preprocessor import ConditionalMap
+from scaffold.preprocessor import Path as Path_
 
 #: Source files the scanner reads, by suffix.
 SOURCE_SUFFIXES: frozenset[str] = frozenset(
@@ -80,6 +84,8 @@ class OpSchema:
     returns: tuple[Argument, ...]
     file: Path | None = None
     line: int = 0
+    #: The ``#if`` branches around the declaration, outermost first.
+    branches: Path_ = ()
 
     @property
     def base_name(self) -> str:
@@ -105,6 +111,8 @@ class Registration:
     dispatch_key: str
     file: Path
     line: int
+    #: The ``#if`` branches around the ``impl`` call, outermost first.
+    branches: Path_ = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,6 +241,7 @@ class _Source:
     path: Path
     masked: str  # comments and literal contents replaced by spaces (newlines kept)
     literals: dict[int, _Literal]  # by start offset in `masked`
+    conditionals: ConditionalMap
 
     def line_of(self, offset: int) -> int:
         return self.masked.count("\n", 0, offset) + 1
@@ -309,7 +318,8 @@ def _scan(path: Path, text: str) -> _Source:
         else:
             masked.append(char)
             index += 1
-    return _Source(path=path, masked="".join(masked), literals=literals)
+    text = "".join(masked)
+    return _Source(path=path, masked=text, literals=literals, conditionals=ConditionalMap(text))
 
 
 def _read_source(path: Path) -> _Source | None:
@@ -334,10 +344,10 @@ def _matching_brace(masked: str, open_index: int) -> int:
 
 _DEF_CALL = re.compile(r"[.>]\s*def\s*\(")
 _IMPL_BLOCK = re.compile(
-    r"\bTORCH_LIBRARY_IMPL(?:_EXPAND)?\s*\(\s*[^,()]+?\s*,\s*(?P<key>\w+)\s*,\s*(?P<lib>\w+)\s*\)\s*\{"
+    r"\b(?:STABLE_)?TORCH_LIBRARY_IMPL(?:_EXPAND)?\s*\(\s*[^,()]+?\s*,\s*(?P<key>\w+)\s*,\s*(?P<lib>\w+)\s*\)\s*\{"
 )
 _LIBRARY_BLOCK = re.compile(
-    r"\bTORCH_LIBRARY(?:_FRAGMENT)?(?:_EXPAND)?\s*\(\s*[^,()]+?\s*,\s*(?P<lib>\w+)\s*\)\s*\{"
+    r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?(?:_EXPAND)?\s*\(\s*[^,()]+?\s*,\s*(?P<lib>\w+)\s*\)\s*\{"
 )
 
 
@@ -357,7 +367,8 @@ def _schemas_in(source: _Source) -> Iterator[OpSchema]:
         text = found[0]
         if "(" not in text:  # `def("name", fn)`: a pybind11 function or an inferred schema
             continue
-        yield parse_schema(text, file=source.path, line=source.line_of(match.start()))
+        schema = parse_schema(text, file=source.path, line=source.line_of(match.start()))
+        yield replace(schema, branches=source.conditionals.path_at(match.start()))
 
 
 def _impl_calls(source: _Source, start: int, end: int, lib: str) -> Iterator[tuple[str, int, int]]:
@@ -374,7 +385,7 @@ def _registrations_in(source: _Source) -> Iterator[Registration]:
     for block in _IMPL_BLOCK.finditer(source.masked):
         end = _matching_brace(source.masked, block.end() - 1)
         for op, offset, _ in _impl_calls(source, block.end(), end, block.group("lib")):
-            yield Registration(op, block.group("key"), source.path, source.line_of(offset))
+            yield _registration(source, op, block.group("key"), offset)
     for block in _LIBRARY_BLOCK.finditer(source.masked):
         end = _matching_brace(source.masked, block.end() - 1)
         lib = block.group("lib")
@@ -383,7 +394,7 @@ def _registrations_in(source: _Source) -> Iterator[Registration]:
             args = _call_arguments(source, open_paren)
             device = _DEVICE_ARGUMENT.search(args[1]) if len(args) >= 3 else None
             key = device.group(1) if device else "CompositeImplicitAutograd"
-            yield Registration(op, key, source.path, source.line_of(offset))
+            yield _registration(source, op, key, offset)
         # `lib.def("op(...) -> ...", &fn)` registers a composite kernel along with the schema.
         def_call = re.compile(rf"\b{re.escape(lib)}\s*(?:\.|->)\s*def\s*\(")
         for match in def_call.finditer(source.masked, block.end(), end):
@@ -391,9 +402,13 @@ def _registrations_in(source: _Source) -> Iterator[Registration]:
                 found = source.strings_at(match.end())
                 if found is not None:
                     op = found[0].split("(", 1)[0].strip().rsplit("::", 1)[-1]
-                    yield Registration(
-                        op, "CompositeImplicitAutograd", source.path, source.line_of(match.start())
-                    )
+                    yield _registration(source, op, "CompositeImplicitAutograd", match.start())
+
+
+def _registration(source: _Source, op: str, key: str, offset: int) -> Registration:
+    return Registration(
+        op, key, source.path, source.line_of(offset), source.conditionals.path_at(offset)
+    )
 
 
 # --------------------------------------------------------------------------------------------

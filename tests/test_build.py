@@ -22,7 +22,13 @@ import pytest
 
 from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
-from scaffold.compiler.archs import CudaArch, default_arch_list, make_arch_policy, parse_arch_list
+from scaffold.compiler.archs import (
+    CudaArch,
+    default_arch_list,
+    loose_intersection,
+    make_arch_policy,
+    parse_arch_list,
+)
 from scaffold.compiler.compdb import update_compile_commands
 from scaffold.compiler.install import install_variant, remove_stale_libraries, variant_metadata
 from scaffold.compiler.ninjafile import render_build_ninja, write_if_changed
@@ -389,16 +395,51 @@ def test_arch_precedence(tmp_path: Path) -> None:
         )
         return [str(arch) for arch in policy.for_kernel(k)]
 
-    assert archs(["8.0"], never, kernel) == ["8.0"]
-    assert archs(None, lambda: [(12, 0)], kernel) == ["12.0"]
+    # The requested archs and the visible GPU narrow a table's capabilities, never replace them.
+    assert archs(["8.0"], never, no_caps) == ["8.0"]
+    assert archs(["8.0"], never, kernel) == []
+    assert archs(["8.0", "9.0"], never, kernel) == ["9.0"]
+    assert archs(None, lambda: [(12, 0)], no_caps) == ["12.0"]
+    assert archs(None, lambda: [(12, 0)], kernel) == []
+    assert archs(None, lambda: [(9, 0)], kernel) == ["9.0"]
     assert archs(None, no_gpu, kernel) == ["9.0"]
     assert archs(None, no_gpu, no_caps) == list(default_arch_list((13, 0)))
     with pytest.raises(ToolchainError, match=r"'6\.1' is not supported .* or pass --cuda-archs"):
         archs(None, lambda: [(6, 1)], kernel)
+    # An arch the intersection drops may be one nvcc does not know; one it keeps may not.
+    assert archs(["9.0"], never, replace(kernel, cuda_capabilities=("5.2", "9.0"))) == ["9.0"]
     with pytest.raises(
-        BuildConfigError, match=r"kernel.add_one_cuda.cuda-capabilities: CUDA arch '5.2'"
+        BuildConfigError, match=r"kernel.add_one_cuda.cuda-capabilities: CUDA arch '5.2\+PTX'"
     ):
-        archs(None, no_gpu, replace(kernel, cuda_capabilities=("5.2",)))
+        archs(None, no_gpu, replace(kernel, cuda_capabilities=("5.2+PTX",)))
+    with pytest.raises(BuildConfigError, match=r"cuda-capabilities: '9.1x' is not a CUDA arch"):
+        archs(None, no_gpu, replace(kernel, cuda_capabilities=("9.1x",)))
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "targets", "kept"),
+    [
+        # kernel-builder's own examples of its loose intersection.
+        (["7.5", "8.0", "8.6", "9.0", "9.0a"], ["8.0", "8.9", "9.0"], ["8.0", "8.6", "9.0a"]),
+        (["8.0+PTX"], ["9.0"], ["8.0+PTX"]),
+        # a/f archs keep their suffix on an exact target, and nothing else.
+        (["9.0a"], ["9.0"], ["9.0a"]),
+        (["10.0a"], ["9.0"], []),
+        (["10.0f", "12.0a"], ["10.0", "12.0"], ["10.0f", "12.0a"]),
+        # SASS runs only within one major version; PTX crosses them.
+        (["8.0"], ["9.0"], []),
+        (["8.0", "8.9"], ["8.6", "9.0"], ["8.0"]),
+        (["7.5", "9.0+PTX"], ["7.5", "12.0"], ["7.5", "9.0+PTX"]),
+    ],
+)
+def test_capabilities_intersect_as_kernel_builder_does(
+    capabilities: list[str], targets: list[str], kept: list[str]
+) -> None:
+    result = loose_intersection(
+        [CudaArch.parse(text) for text in capabilities],
+        [CudaArch.parse(text).base for text in targets],
+    )
+    assert [str(arch) for arch in result] == kept
 
 
 def fake_plan(project: Path, backend: str, requested: list[str] | None = None) -> VariantPlan:
@@ -528,7 +569,7 @@ def test_cuda_flags_match_kernel_builder(tmp_path: Path) -> None:
     project = write_project(tmp_path, cuda=True)
     toml = project / "build.toml"
     toml.write_text(toml.read_text() + 'cuda-flags = ["-lineinfo"]\n')
-    plan = fake_plan(project, "cuda", ["8.0", "9.0"])
+    plan = fake_plan(project, "cuda", ["8.0", "9.0"])  # the table declares 9.0 only
     binding, kernel = plan.steps
     assert (binding.tool, kernel.tool) == ("cxx", "nvcc")
     assert "csrc/cpu/add_one.cpp" not in [step.source for step in plan.steps]
@@ -536,10 +577,12 @@ def test_cuda_flags_match_kernel_builder(tmp_path: Path) -> None:
         assert flag in binding.flags and flag in kernel.flags
     text = " ".join(kernel.flags)
     for part in (
-        "--expt-relaxed-constexpr",
+        "-O3 -DNDEBUG",
+        "--expt-relaxed-constexpr --expt-extended-lambda -DONNX_NAMESPACE=onnx_c2 -Xcudafe "
+        "--diag_suppress=cc_clobber_ignored,--diag_suppress=field_without_dll_interface,",
         "-Xcompiler -fPIC",
         "-Xcompiler -fno-gnu-unique",
-        "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90",
+        "/opt/cuda/include -gencode arch=compute_90,code=sm_90 -lineinfo",
         "-DTORCH_EXTENSION_NAME=_add_one_cuda_abc1234",
         "-ccbin /usr/bin/g++",
     ):
@@ -548,7 +591,8 @@ def test_cuda_flags_match_kernel_builder(tmp_path: Path) -> None:
     assert "__CUDA_NO_HALF" not in text and "BFLOAT16" not in text
     assert plan.link_flags[-4:] == ("-lc10_cuda", "-ltorch_cuda", "-L/opt/cuda/lib", "-lcudart")
     assert not any("rpath" in flag for flag in plan.link_flags)
-    assert [str(arch) for arch in plan.archs] == ["8.0", "9.0"]
+    assert [str(arch) for arch in plan.archs] == ["9.0"]
+    assert "compute_80" not in text
 
 
 def test_build_ninja_escapes_paths_and_is_stable(tmp_path: Path) -> None:
@@ -567,8 +611,10 @@ def test_build_ninja_escapes_paths_and_is_stable(tmp_path: Path) -> None:
 
 def test_metadata_and_install_replace_the_variant(tmp_path: Path) -> None:
     project = write_project(tmp_path, cuda=True)
+    toml = project / "build.toml"
+    toml.write_text(toml.read_text().replace('["9.0"]', '["8.0", "12.0+PTX"]'))
     config = load_build_config(project)
-    plan = fake_plan(project, "cuda", ["8.0", "12.0+PTX"])
+    plan = fake_plan(project, "cuda", ["8.0", "12.0"])
     assert variant_metadata(config, plan) == {
         "name": "add-one",
         "id": "_add_one_cuda_abc1234",

@@ -85,7 +85,9 @@ def test_reads_every_field(tmp_path: Path) -> None:
         ),
         ("version = 2", 'version = "2"', "build.toml: general.version must be an integer"),
         ("version = 2", "version = true", "build.toml: general.version must be an integer"),
-        ("edition = 5", "edition = 4", "build.toml: general.edition must be 5"),
+        ("edition = 5", "edition = 4", "build.toml: general.edition is 4, which kscaffold cannot"),
+        ("edition = 5", "edition = 6", "general.edition is 6, which kscaffold cannot read"),
+        ("edition = 5", 'edition = "5"', "build.toml: general.edition must be an integer"),
         ('license = "apache-2.0"\n', "", "build.toml: [general] is missing 'license'"),
         ('name = "img2gray"', 'name = "Img2Gray"', "build.toml: general.name: Invalid kernel name"),
         ('backends = ["cuda", "cpu"]', 'backends = ["cuda", "gpu"]', "'gpu' is not a backend"),
@@ -107,7 +109,18 @@ def test_reads_every_field(tmp_path: Path) -> None:
             'backend = "rocm"',
             "kernel.img2gray_cpu.backend is 'rocm', which general.backends does not list",
         ),
-        ("[torch]", "[torch-noarch]", "[torch-noarch] projects are not supported"),
+        ("[torch]", "[torch-noarch]", "[torch-noarch] has unknown key 'src' (edition 5 allows"),
+        ("[torch]", "[tvm-ffi]\nsrc = []\n[torch]", "needs exactly one of [torch], [torch-noarch]"),
+        (
+            "[torch]\n",
+            '[torch]\nstable-abi = "2.x"\n',
+            "torch.stable-abi must be a version such as \"2.9\", not '2.x'",
+        ),
+        (
+            'cuda-flags = ["-lineinfo"]',
+            'cuda-minver = "twelve"',
+            "kernel.img2gray_cuda.cuda-minver must be a version",
+        ),
         ("name = ", "name == ", "build.toml: not valid TOML"),
     ],
 )
@@ -119,8 +132,80 @@ def test_malformed_file_names_the_key(tmp_path: Path, old: str, new: str, messag
 
 def test_missing_torch_table(tmp_path: Path) -> None:
     text = VALID.split("[torch]")[0]
-    with pytest.raises(BuildConfigError, match=re.escape("the top level is missing 'torch'")):
+    with pytest.raises(BuildConfigError, match=re.escape("(found none)")):
         load_build_config(write(tmp_path, text))
+
+
+LEGACY = """\
+[general]
+name = "legacy"
+version = 1
+license = "mit"
+backends = ["cpu", "cuda"]
+
+[torch]
+src = ["torch-ext/torch_binding.cpp"]
+stable-abi = "2.10"
+minver = "2.9"
+
+[kernel.legacy_cuda]
+backend = "cuda"
+depends = ["torch"]
+src = ["csrc/k.cu"]
+cuda-capabilities = ["9.0a"]
+cuda-minver = "12.8"
+"""
+
+
+def test_a_file_without_edition_is_read_as_edition_4(tmp_path: Path) -> None:
+    config = load_build_config(write(tmp_path, LEGACY))
+    assert (config.edition, config.framework, config.is_noarch) == (4, "torch", False)
+    assert config.torch.stable_abi["cuda"] == (2, 10) == config.torch.stable_abi["cpu"]
+    assert config.torch.minver == (2, 9)
+    (kernel,) = config.kernels
+    assert (kernel.cuda_capabilities, kernel.cuda_minver) == (("9.0a",), (12, 8))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # Keys edition 5 added are unknown to the legacy format, as in kernel-builder's parser.
+        ('license = "mit"', 'license = "mit"\nkernel-depends = []', "unknown key 'kernel-depends'"),
+        ('stable-abi = "2.10"', 'stable-abi = { cuda = "2.10" }', "(edition 4)"),
+    ],
+)
+def test_edition_4_keeps_its_own_rules(tmp_path: Path, old: str, new: str, message: str) -> None:
+    with pytest.raises(BuildConfigError, match=re.escape(message)) as raised:
+        load_build_config(write(tmp_path, LEGACY.replace(old, new)))
+    assert "edition 4" in str(raised.value)
+
+
+def test_stable_abi_by_backend_and_noarch_tables(tmp_path: Path) -> None:
+    text = VALID.replace("[torch]\n", '[torch.stable-abi]\ncuda = "2.11"\n\n[torch]\n')
+    config = load_build_config(write(tmp_path / "stable", text))
+    assert dict(config.torch.stable_abi) == {"cuda": (2, 11)}
+    noarch = """\
+[general]
+name = "pure"
+version = 1
+edition = 5
+license = "mit"
+backends = ["cuda", "xpu"]
+
+[general.xpu]
+python-depends = ["einops"]
+
+[torch-noarch]
+pyext = ["py", "json"]
+cuda_capabilities = ["8.0", "9.0"]
+
+[kernel]
+"""
+    config = load_build_config(write(tmp_path / "noarch", noarch))
+    assert (config.framework, config.is_noarch, config.kernels) == ("torch-noarch", True, ())
+    assert config.torch.pyext == ("py", "json") and config.torch.src == ()
+    assert dict(config.torch.noarch_archs) == {"cuda": ("8.0", "9.0")}
+    assert config.python_depends_for("xpu") == ("einops",)
 
 
 def test_missing_sources_are_listed_by_path(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ kernel-builder does not compile a kernel's ``cuda-capabilities`` as written: it 
 with its own target list for the CUDA toolkit at hand, keeping for each target the newest listed
 arch of the same major version at or below it (``+PTX`` archs also match newer majors; ``a``/``f``
 archs only their exact target). An arch that no target picks is dropped without a word; this
-rule reports it instead.
+rule warns about it (the rest of the table still builds).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from scaffold.buildconfig import BUILD_TOML
 from scaffold.checks.base import Context, Finding, error, warning
-from scaffold.compiler.archs import CudaArch, default_arch_list
+from scaffold.compiler.archs import CudaArch, default_arch_list, loose_intersection
 from scaffold.compiler.toolchain import find_cuda_toolkit, nvcc_supported_archs
 from scaffold.errors import ToolchainError
 
@@ -27,24 +27,8 @@ def _base(arch: CudaArch) -> tuple[int, int]:
 
 def kept_archs(archs: Sequence[CudaArch], targets: Sequence[str]) -> set[CudaArch]:
     """The archs kernel-builder compiles out of ``archs`` for a toolkit with ``targets``."""
-    remaining = {_base(CudaArch.parse(target.removesuffix("+PTX"))) for target in targets}
-    kept: set[CudaArch] = set()
-    for arch in archs:
-        if arch.suffix and _base(arch) in remaining:
-            kept.add(arch)
-    # A suffixed arch takes its target: the plain arch no longer competes for it.
-    remaining -= {_base(arch) for arch in kept}
-    plain = sorted((arch for arch in archs if not arch.suffix), key=_base)
-    for target in sorted(remaining):
-        best: CudaArch | None = None
-        for arch in plain:
-            if _base(arch) > target:
-                break
-            if arch.ptx or arch.major == target[0]:
-                best = arch
-        if best is not None:
-            kept.add(best)
-    return kept
+    bases = sorted({CudaArch.parse(target).base for target in targets})
+    return set(loose_intersection(archs, bases))
 
 
 def known_archs() -> list[str]:
@@ -130,10 +114,10 @@ def _dropped(location: str, archs: list[CudaArch]) -> list[Finding]:
             )
             continue
         findings.append(
-            error(
+            warning(
                 location,
                 f"cuda-capabilities entry {arch} is not an arch kernel-builder builds for with "
-                f"any CUDA toolkit ({known}): it would be dropped silently.",
+                f"any CUDA toolkit ({known}): it is dropped silently.",
                 f'Replace "{arch}" with the nearest of {known} at or below it, or add +PTX '
                 f"to an older arch to cover it.",
             )

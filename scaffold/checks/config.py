@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
+import os
 import re
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
@@ -94,21 +97,24 @@ def check_schema(context: Context) -> list[Finding]:
                 "Fix the TOML syntax at the line and column shown.",
             )
         ]
-    edition = context.general.get("edition")
-    if edition is None:
-        # Without an edition, kernel-builder reads the legacy v4 format: other keys, other rules.
-        return [
-            error(
-                f"{BUILD_TOML} [general]",
-                "No edition: kernel-builder reads this file as the legacy v4 format.",
-                f"Add edition = {EDITION} to [general] (or run `kernel-builder update-build`).",
-            )
-        ]
     findings: list[Finding] = []
+    if context.general.get("edition") is None:
+        # Without an edition, kernel-builder reads the legacy format (edition 4) and upgrades it
+        # in memory: it builds, with the older keys and rules.
+        findings.append(
+            warning(
+                f"{BUILD_TOML} [general]",
+                "No edition: kernel-builder reads this file as the legacy format (edition 4) "
+                "and upgrades it in memory on every build.",
+                f"Run `kernel-builder update-build` (or add edition = {EDITION} to [general] "
+                "and move to edition 5's keys).",
+            )
+        )
     parser = _rust_parser()
     if parser is not None:
         try:
-            parser(str(context.project))
+            with _quiet_stderr():  # the parser prints its legacy-format warning itself
+                parser(str(context.project))
         except (ValueError, OSError) as problem:
             message = _one_line(_RUST_PREFIX.sub("", str(problem), count=1))
             findings.append(
@@ -119,7 +125,7 @@ def check_schema(context: Context) -> list[Finding]:
                 )
             )
     findings.extend(check_backend_tables(context))
-    if not findings:
+    if not any(finding.is_error for finding in findings):
         # kscaffold's reader: the fallback without kernels, and kscaffold's own limits with it.
         try:
             load_build_config(context.project)
@@ -129,8 +135,28 @@ def check_schema(context: Context) -> list[Finding]:
     return findings
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send what native code writes to file descriptor 2 to /dev/null for a moment."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def check_backend_tables(context: Context) -> list[Finding]:
-    """Each backend in general.backends has a [kernel.*] table, and each table's is listed."""
+    """Each backend in general.backends has a [kernel.*] table, and each table's is listed.
+
+    A pure-Python ([torch-noarch]) kernel has no tables. In a [torch] kernel, a backend without
+    one is built by kernel-builder as a Python-only variant, without the native ops: a warning.
+    """
+    if "torch-noarch" in context.data:
+        return []
     findings: list[Finding] = []
     backends = context.backends
     table_backends: dict[str, list[str]] = {}
@@ -151,10 +177,10 @@ def check_backend_tables(context: Context) -> list[Finding]:
     for backend in backends:
         if backend not in table_backends:
             findings.append(
-                error(
+                warning(
                     f"{BUILD_TOML} [general]",
                     f'general.backends lists "{backend}", but no [kernel.*] table has '
-                    f'backend = "{backend}": its variant would have no kernel.',
+                    f'backend = "{backend}": its variant would have no native kernel.',
                     f'Add a [kernel.<op>_{backend}] table with backend = "{backend}", depends '
                     f"and src (`kscaffold add-backend {backend}` writes one), or remove "
                     f'"{backend}" from general.backends.',
@@ -193,13 +219,14 @@ def check_sources_exist(context: Context) -> list[Finding]:
                     )
                 )
     if context.python_name:
-        init = f"torch-ext/{context.python_name}/__init__.py"
+        folder = "tvm-ffi-ext" if "tvm-ffi" in context.data else "torch-ext"
+        init = f"{folder}/{context.python_name}/__init__.py"
         if not (context.project / init).is_file():
             findings.append(
                 error(
                     init,
-                    "The kernel's Python package is missing: kernels loads "
-                    f"torch-ext/{context.python_name}/__init__.py into build/<variant>/.",
+                    f"The kernel's Python package is missing: kernels loads {init} into "
+                    "build/<variant>/.",
                     f"Create {init} with the kernel's Python API.",
                 )
             )

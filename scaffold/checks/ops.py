@@ -1,4 +1,9 @@
-"""Ops: every schema has an implementation for every backend, and a Python wrapper."""
+"""Ops: every schema has an implementation for every backend, and a Python wrapper.
+
+Schemas and registrations count for a backend only where the preprocessor may compile them in
+that backend's variant (``#if defined(CPU_KERNEL)`` blocks, see :mod:`scaffold.preprocessor`),
+and two declarations of one op in alternative ``#if``/``#else`` branches are not a duplicate.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import ast
 from pathlib import Path
 
 from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.preprocessor import Build, exclusive, possible
 from scaffold.schema import (
     BACKEND_DISPATCH_KEYS,
     COMPOSITE_KEYS,
@@ -88,6 +94,8 @@ def _sources_to_scan(context: Context) -> list[Path]:
 
 def check_ops(context: Context) -> list[Finding]:
     """Each declared op is implemented for each backend of build.toml and wrapped in Python."""
+    if "torch" not in context.data:
+        return []  # a pure-Python ([torch-noarch]) or tvm-ffi kernel: no torch.library schemas
     try:
         schemas = parse_schemas(source_files(context.project, ("torch-ext",)))
     except SchemaError as problem:
@@ -114,12 +122,32 @@ def check_ops(context: Context) -> list[Finding]:
     return findings
 
 
+def _builds(context: Context) -> list[Build]:
+    """The builds to reason about: each declared backend's, or an unknown one if none."""
+    return [Build.for_backend(backend) for backend in context.backends] or [Build.for_backend(None)]
+
+
 def _duplicates(context: Context, schemas: list[OpSchema]) -> list[Finding]:
-    seen: dict[str, OpSchema] = {}
+    builds = _builds(context)
+    seen: dict[str, list[OpSchema]] = {}
     findings: list[Finding] = []
     for schema in schemas:
-        first = seen.setdefault(schema.name, schema)
-        if first is not schema:
+        earlier = seen.setdefault(schema.name, [])
+        clash = next(
+            (
+                other
+                for other in earlier
+                if not exclusive(other.branches, schema.branches)
+                and any(
+                    possible(other.branches, build) and possible(schema.branches, build)
+                    for build in builds
+                )
+            ),
+            None,
+        )
+        earlier.append(schema)
+        if clash is not None:
+            first = clash
             findings.append(
                 error(
                     _location(context, schema.file, schema.line),
@@ -141,11 +169,18 @@ def _missing_impls(
         if key is None:
             continue
         compiled = context.compiled_for(backend)
+        build = Build.for_backend(backend)
+        declared: set[str] = set()
         for schema in schemas:
+            if schema.name in declared or not possible(schema.branches, build):
+                continue  # not in this backend's variant, or reported once already
+            declared.add(schema.name)
             candidates = [
                 r
                 for r in registrations
-                if r.op == schema.name and (r.dispatch_key in COMPOSITE_KEYS | {key})
+                if r.op == schema.name
+                and (r.dispatch_key in COMPOSITE_KEYS | {key})
+                and possible(r.branches, build)
             ]
             if any(context.relative(r.file) in compiled for r in candidates):
                 continue

@@ -34,7 +34,7 @@ from scaffold.compiler.toolchain import (
     visible_gpu_capabilities,
 )
 from scaffold.compiler.uid import project_uid
-from scaffold.compiler.variant import ops_name, variant_name
+from scaffold.compiler.variant import noarch_variant_name, ops_name, variant_name
 from scaffold.errors import BuildConfigError, InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated
 from scaffold.names import SUPPORTED_BACKENDS
@@ -88,6 +88,11 @@ def build_project(
     if jobs is not None and jobs < 1:
         raise InvalidOptionError(f"--jobs must be at least 1, not {jobs}.")
     config = load_build_config(project)
+    if config.framework not in ("torch", "torch-noarch"):
+        raise ToolchainError(
+            f"{BUILD_TOML} declares a [{config.framework}] kernel, which kscaffold does not "
+            "build (it builds [torch] and [torch-noarch] kernels): build it with kernel-builder."
+        )
     config.check_sources()
     state = project / STATE_DIR
     _usable_folder(project, project / "build", create=False)
@@ -141,7 +146,16 @@ def _build_locked(
     jobs: int | None,
     reporter: BuildReporter,
 ) -> list[BuildResult]:
+    if config.is_noarch:
+        return _build_noarch(config, backend, cuda_archs, reporter)
+    if backend is None and not set(config.backends) & set(SUPPORTED_BACKENDS):
+        raise ToolchainError(
+            f"Nothing to build: {BUILD_TOML} declares only {', '.join(config.backends)}, and "
+            f"kscaffold builds {' and '.join(SUPPORTED_BACKENDS)} kernels on Linux "
+            f"({'; '.join(_why_not(name) for name in config.backends)})."
+        )
     torch = find_torch(state)
+    _check_torch_bounds(config, torch)
     selected = _select_backends(config, torch, backend, cuda_archs, reporter)
     toolkit = selected.get("cuda")
     cxx = find_cxx()
@@ -159,6 +173,7 @@ def _build_locked(
     sources = [project / BUILD_TOML, *(project / s for s in config.source_files())]
     uid = project_uid(project, [*sources, *python_files(config)], state)
     plans = [_plan(config, name, uid, tools, archs, reporter) for name in selected]
+    plans = _drop_empty_variants(config, plans, backend, reporter)
     for plan in plans:
         target = project / "build" / plan.variant
         if target.is_symlink() or (target.exists() and not target.is_dir()):
@@ -231,9 +246,9 @@ def _select_backends(
         wanted = [requested]
     else:
         wanted = [name for name in SUPPORTED_BACKENDS if name in config.backends]
-        for name in config.backends:
-            if name not in SUPPORTED_BACKENDS:
-                reporter.note(f"Skipping the {name} backend: kscaffold cannot build it.")
+        others = [name for name in config.backends if name not in SUPPORTED_BACKENDS]
+        for name in others:
+            reporter.note(f"Skipping the {name} backend: {_why_not(name)}.")
     if cuda_archs is not None and "cuda" not in wanted:
         raise InvalidOptionError(
             f"CUDA archs were given, but this build has no cuda backend ({BUILD_TOML} declares "
@@ -252,6 +267,138 @@ def _select_backends(
                 raise
             reporter.note(f"Skipping the cuda backend: {error}")
     return selected
+
+
+#: Why kscaffold does not build a backend kernel-builder knows, for notes and errors.
+_NOT_BUILT: dict[str, str] = {
+    "metal": "Metal kernels need macOS and Apple's Metal compiler",
+    "rocm": "ROCm kernels need a ROCm build of torch and hipcc",
+    "xpu": "XPU kernels need Intel's oneAPI SYCL compiler",
+}
+
+
+def _why_not(backend: str) -> str:
+    reason = _NOT_BUILT.get(backend, f"{backend} kernels are not built by kscaffold")
+    return f"{reason}; build the {backend} variant with kernel-builder"
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def _check_torch_bounds(config: BuildConfig, torch: TorchInstall) -> None:
+    """[torch] minver/maxver, and every stable-ABI version, against the installed torch."""
+    installed = _version_tuple(torch.version)
+    bounds = config.torch
+
+    def shown(version: tuple[int, ...]) -> str:
+        return ".".join(str(part) for part in version)
+
+    def padded(version: tuple[int, ...]) -> tuple[int, ...]:
+        return (version + (0, 0, 0))[:3]
+
+    if bounds.minver is not None and padded(installed) < padded(bounds.minver):
+        raise ToolchainError(
+            f"torch {torch.version} is older than torch.minver {shown(bounds.minver)} in "
+            f"{BUILD_TOML}: pip install 'torch>={shown(bounds.minver)}'."
+        )
+    if bounds.maxver is not None and padded(installed)[: len(bounds.maxver)] > bounds.maxver:
+        raise ToolchainError(
+            f"torch {torch.version} is newer than torch.maxver {shown(bounds.maxver)} in "
+            f"{BUILD_TOML}: install torch {shown(bounds.maxver)}."
+        )
+
+
+def _stable_abi(config: BuildConfig, backend: str, torch: TorchInstall) -> tuple[int, int] | None:
+    version = config.torch.stable_abi.get(backend)
+    if version is not None and torch.major_minor < version:
+        raise ToolchainError(
+            f"{BUILD_TOML}: torch.stable-abi targets torch {version[0]}.{version[1]} for "
+            f"{backend}, but the installed torch is {torch.version}: a stable-ABI build "
+            f"needs torch {version[0]}.{version[1]} or newer."
+        )
+    return version
+
+
+def _drop_empty_variants(
+    config: BuildConfig, plans: list[VariantPlan], requested: str | None, reporter: BuildReporter
+) -> list[VariantPlan]:
+    """Leave out a variant that would hold only the bindings: it has no kernel to run."""
+    kept: list[VariantPlan] = []
+    for plan in plans:
+        if config.kernels_for(plan.backend):
+            kept.append(plan)
+            continue
+        reason = (
+            f"general.backends lists {plan.backend}, but no [kernel.*] table has "
+            f'backend = "{plan.backend}" (kscaffold add-backend {plan.backend} writes one)'
+        )
+        if requested is not None or len(plans) == 1:
+            raise BuildConfigError(f"{BUILD_TOML}: {reason}.")
+        reporter.note(f"Skipping the {plan.backend} backend: {reason}.")
+    return kept
+
+
+def _build_noarch(
+    config: BuildConfig,
+    requested: str | None,
+    cuda_archs: Sequence[str] | None,
+    reporter: BuildReporter,
+) -> list[BuildResult]:
+    """Build a ``[torch-noarch]`` kernel: nothing is compiled.
+
+    Its Python package goes into ``build/torch-<backend>/`` for each backend of
+    ``general.backends`` (or only ``requested``), as kernel-builder lays it out.
+    """
+    if cuda_archs is not None:
+        raise InvalidOptionError(
+            f"--cuda-archs does not apply: {BUILD_TOML} declares a [torch-noarch] kernel, "
+            "which is not compiled (list its archs in [torch-noarch] cuda-capabilities)."
+        )
+    backends = list(config.backends)
+    if requested is not None:
+        requested = requested.strip().lower()
+        if requested not in config.backends:
+            raise InvalidOptionError(
+                f"{BUILD_TOML} declares backends {', '.join(config.backends)}, not {requested}."
+            )
+        backends = [requested]
+    state = config.project / STATE_DIR
+    uid = project_uid(config.project, [config.project / BUILD_TOML, *python_files(config)], state)
+    write_if_changed(state / ".gitignore", "*\n")
+    results: list[BuildResult] = []
+    generated: list[Path] = []
+    try:
+        for name in backends:
+            variant = noarch_variant_name(name)
+            plan = VariantPlan(
+                backend=name,
+                variant=variant,
+                ops_name=ops_name(config.python_name, name, uid),
+                scratch=state / "build" / variant,
+                cxx=Path(),
+                nvcc=None,
+                steps=(),
+                link_flags=(),
+                archs=(),
+            )
+            reporter.variant_started(name, variant)
+            generated += install_variant(config, plan)
+            result = BuildResult(
+                backend=name,
+                variant=variant,
+                variant_dir=config.project / "build" / variant,
+                ops_name=plan.ops_name,
+                archs=config.torch.noarch_archs.get(name, ()),
+                compiled=(),
+                linked=False,
+            )
+            reporter.variant_finished(result)
+            results.append(result)
+    finally:
+        if generated:
+            record_generated(config.project, generated)
+    return results
 
 
 def _cuda_toolchain(torch: TorchInstall) -> CudaToolkit:
@@ -290,11 +437,12 @@ def _plan(
     archs: ArchPolicy | None,
     reporter: BuildReporter,
 ) -> VariantPlan:
-    variant = variant_name(tools.torch, backend)
+    stable_abi = _stable_abi(config, backend, tools.torch)
+    variant = variant_name(tools.torch, backend, stable_abi=stable_abi)
     dependencies = resolve_dependencies(config.kernels_for(backend))
     for note in dependencies.notes:
         reporter.note(note)
-    return plan_variant(
+    plan = plan_variant(
         config,
         backend=backend,
         variant=variant,
@@ -303,4 +451,8 @@ def _plan(
         tools=tools,
         archs=archs if backend == "cuda" else None,
         dependency_dirs=dependencies.include_dirs,
+        stable_abi=stable_abi,
     )
+    for note in plan.notes:
+        reporter.note(note)
+    return plan

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scaffold.buildconfig import BuildConfig
 from scaffold.compiler.plan import VariantPlan
-from scaffold.compiler.stubs import ops_py
+from scaffold.compiler.stubs import noarch_ops_py, ops_py
 
 _GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})
 
@@ -45,13 +45,17 @@ def _pin(version: int | None, revision: str | None) -> dict[str, object]:
 
 
 def python_files(config: BuildConfig) -> list[Path]:
-    """The kernel's Python files (``pyext`` suffixes) under ``torch-ext/<python_name>/``."""
+    """The kernel's Python files (``pyext`` suffixes) under ``torch-ext/<python_name>/``.
+
+    A ``[torch-noarch]`` kernel ships every file there (kernel-builder copies them all).
+    """
     suffixes = {f".{ext.lstrip('.')}" for ext in config.torch.pyext}
     return sorted(
         path
         for path in config.python_dir.rglob("*")
         if path.is_file()
-        and path.suffix in suffixes
+        and (config.is_noarch or path.suffix in suffixes)
+        and path.suffix != ".pyc"
         and "__pycache__" not in path.parts
         # A stale CMake _ops.py in the sources would name an old namespace; ours replaces it.
         and path.relative_to(config.python_dir).as_posix() not in _GENERATED_NAMES
@@ -70,10 +74,18 @@ def install_variant(config: BuildConfig, plan: VariantPlan) -> list[Path]:
             destination = staging / source.relative_to(config.python_dir)
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, destination)
-        (staging / "_ops.py").write_text(ops_py(plan.ops_name), encoding="utf-8")
-        metadata = json.dumps(variant_metadata(config, plan), indent=2) + "\n"
+        native = not config.is_noarch
+        stub = ops_py(plan.ops_name) if native else noarch_ops_py(plan.ops_name)
+        (staging / "_ops.py").write_text(stub, encoding="utf-8")
+        content = variant_metadata(config, plan)
+        if plan.backend in config.torch.noarch_archs:
+            backend = content["backend"]
+            assert isinstance(backend, dict)
+            backend["archs"] = list(config.torch.noarch_archs[plan.backend])
+        metadata = json.dumps(content, indent=2) + "\n"
         (staging / "metadata.json").write_text(metadata, encoding="utf-8")
-        shutil.copy(plan.scratch / plan.so_name, staging / plan.so_name)
+        if native:
+            shutil.copy(plan.scratch / plan.so_name, staging / plan.so_name)
         staging.chmod(0o755)  # mkdtemp makes it private; the variant is meant to be shared
         target = build_dir / plan.variant
         _replace_dir(staging, target)

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from scaffold.buildconfig import BUILD_TOML, BuildConfig, KernelSection
 from scaffold.compiler.archs import ArchPolicy, CudaArch
 from scaffold.compiler.toolchain import CudaToolkit, TorchInstall
-from scaffold.errors import BuildConfigError
+from scaffold.errors import BuildConfigError, ToolchainError
 
 _CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx"})
 _CUDA_SUFFIXES = frozenset({".cu"})
@@ -27,6 +27,38 @@ _BACKEND_DEFINES = {
     "cpu": ("-DCPU_KERNEL",),
     "cuda": ("-DCUDA_KERNEL", "-DUSE_CUDA=1", "-DENABLE_FP8"),
 }
+
+# What kernel-builder's nvcc commands inherit from torch: CMAKE_CUDA_FLAGS set by torch's CMake
+# config (Caffe2/public/cuda.cmake) plus COMMON_NVCC_FLAGS of torch.utils.cpp_extension without
+# its four __CUDA_NO_HALF*/BFLOAT16 defines. Kernels rely on them: `__device__` lambdas
+# (thrust, CUB, ATen's gpu_kernel) do not compile without --expt-extended-lambda.
+TORCH_NVCC_FLAGS: tuple[str, ...] = (
+    "--expt-relaxed-constexpr",
+    "--expt-extended-lambda",
+    "-DONNX_NAMESPACE=onnx_c2",
+    "-Xcudafe",
+    # nvcc splits -X values at commas: one --diag_suppress per warning.
+    ",".join(
+        f"--diag_suppress={warning}"
+        for warning in (
+            "cc_clobber_ignored",
+            "field_without_dll_interface",
+            "base_class_has_different_dll_interface",
+            "dll_interface_conflict_none_assumed",
+            "dll_interface_conflict_dllexport_assumed",
+            "bad_friend_decl",
+        )
+    ),
+)
+
+# kernel-builder builds with CMAKE_BUILD_TYPE=Release, which adds these to C++ and CUDA alike.
+_RELEASE_FLAGS = ("-O3", "-DNDEBUG")
+
+
+def torch_target_version(version: tuple[int, int]) -> str:
+    """``TORCH_TARGET_VERSION`` of a stable-ABI build: ``(major << 56) | (minor << 48)`` in hex."""
+    major, minor = version
+    return f"0x{(major << 56) | (minor << 48):016x}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +84,8 @@ class VariantPlan:
     link_flags: tuple[str, ...]
     #: CUDA archs compiled into the library (empty for CPU), for metadata.json.
     archs: tuple[CudaArch, ...]
+    #: Why a ``[kernel.*]`` table was left out of this variant, one line each.
+    notes: tuple[str, ...] = ()
 
     @property
     def so_name(self) -> str:
@@ -86,11 +120,17 @@ def plan_variant(
     tools: Toolchain,
     archs: ArchPolicy | None,
     dependency_dirs: Mapping[str, tuple[Path, ...]] | None = None,
+    stable_abi: tuple[int, int] | None = None,
 ) -> VariantPlan:
     """Compile steps and link flags for ``backend``; ``archs`` is required for CUDA.
 
     ``dependency_dirs`` maps a kernel table's label to the include folders of the libraries it
-    ``depends`` on (see :mod:`scaffold.compiler.deps`).
+    ``depends`` on (see :mod:`scaffold.compiler.deps`). ``stable_abi`` is the torch version a
+    stable-ABI variant targets (``TORCH_TARGET_VERSION``).
+
+    A CUDA table left with no arch (see :class:`ArchPolicy`) or needing a newer toolkit
+    (``cuda-minver``) is left out with a note; when that leaves the backend no table at all,
+    the build is refused, naming each table and why.
     """
     project = config.project
     cuda = tools.cuda if backend == "cuda" else None
@@ -102,6 +142,8 @@ def plan_variant(
         f"-D_GLIBCXX_USE_CXX11_ABI={int(tools.torch.cxx11_abi)}",
         *_BACKEND_DEFINES[backend],
     )
+    if stable_abi is not None:
+        defines += (f"-DTORCH_TARGET_VERSION={torch_target_version(stable_abi)}",)
     local_dirs = [project / "csrc", project / "torch-ext"]
     system_dirs = [*tools.torch.include_dirs, tools.python_include]
     if cuda is not None:
@@ -122,28 +164,41 @@ def plan_variant(
     tables: list[_SourceGroup] = [
         ("torch", config.torch.src, config.torch.include, config.torch.cxx_flags, None)
     ]
-    tables += [
-        (f"kernel.{k.label}", k.src, k.include, k.cxx_flags, k) for k in config.kernels_for(backend)
-    ]
+    kernel_archs: dict[str, tuple[CudaArch, ...]] = {}
+    skipped: list[str] = []
+    for k in config.kernels_for(backend):
+        if cuda is not None and archs is not None:
+            reason = _cuda_skip_reason(k, archs, cuda.version)
+            if reason is not None:
+                skipped.append(reason)
+                continue
+            kernel_archs[k.label] = archs.for_kernel(k)
+        tables.append((f"kernel.{k.label}", k.src, k.include, k.cxx_flags, k))
+    if skipped and len(tables) == 1:
+        raise ToolchainError(
+            f"Nothing of the {backend} backend can be built here: "
+            + "; ".join(skipped)
+            + ". Pass --cuda-archs with an arch the tables declare (a build for a GPU this "
+            "machine does not have compiles, but does not run here)."
+        )
     for owner, sources, include, cxx_flags, kernel in tables:
         for source in sources:
             suffix = PurePosixPath(source).suffix.lower()
             if suffix in _HEADER_SUFFIXES:
                 continue
             if suffix in _CXX_SUFFIXES:
-                flags = [std, "-O3", "-fPIC", "-fno-gnu-unique", *openmp, *defines]
+                flags = [std, *_RELEASE_FLAGS, "-fPIC", "-fno-gnu-unique", *openmp, *defines]
                 flags += includes(include, kernel)
                 step = CompileStep(source, "cxx", (*flags, *cxx_flags))
             elif suffix in _CUDA_SUFFIXES and kernel is not None and cuda is not None:
-                assert archs is not None
-                kernel_archs = archs.for_kernel(kernel)
-                compiled_archs.update(kernel_archs)
+                table_archs = kernel_archs[kernel.label]
+                compiled_archs.update(table_archs)
                 flags = [
-                    "-ccbin", str(tools.cxx), std, "-O3", "--expt-relaxed-constexpr",
+                    "-ccbin", str(tools.cxx), std, *_RELEASE_FLAGS, *TORCH_NVCC_FLAGS,
                     "-Xcompiler", "-fPIC", "-Xcompiler", "-fno-gnu-unique",
                     *(f for flag in openmp for f in ("-Xcompiler", flag)),
                     *defines, *includes(include, kernel),
-                    *(flag for arch in kernel_archs for flag in arch.gencode_flags()),
+                    *(flag for arch in table_archs for flag in arch.gencode_flags()),
                 ]  # fmt: skip
                 step = CompileStep(source, "nvcc", (*flags, *kernel.cuda_flags))
             else:
@@ -175,6 +230,26 @@ def plan_variant(
         steps=tuple(steps.values()),
         link_flags=tuple(link),
         archs=tuple(sorted(compiled_archs)),
+        notes=tuple(f"Skipping {reason}." for reason in skipped),
+    )
+
+
+def _cuda_skip_reason(
+    kernel: KernelSection, archs: ArchPolicy, cuda_version: tuple[int, int]
+) -> str | None:
+    """Why kernel-builder's rules leave ``kernel`` out of this CUDA build, or None."""
+    if kernel.cuda_minver is not None and cuda_version < kernel.cuda_minver:
+        wanted = ".".join(str(part) for part in kernel.cuda_minver)
+        return (
+            f"[kernel.{kernel.label}]: it needs CUDA {wanted} (cuda-minver), this toolkit is "
+            f"{cuda_version[0]}.{cuda_version[1]}"
+        )
+    if archs.for_kernel(kernel):
+        return None
+    declared = ", ".join(kernel.cuda_capabilities or ())
+    return (
+        f"[kernel.{kernel.label}]: none of its cuda-capabilities ({declared}) builds for "
+        f"{archs.describe_targets()}"
     )
 
 

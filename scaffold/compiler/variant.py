@@ -22,16 +22,34 @@ def backend_tag(backend: str, torch: TorchInstall) -> str:
 
 
 def variant_name(
-    torch: TorchInstall, backend: str, *, machine: str | None = None, system: str | None = None
+    torch: TorchInstall,
+    backend: str,
+    *,
+    machine: str | None = None,
+    system: str | None = None,
+    stable_abi: tuple[int, int] | None = None,
 ) -> str:
-    """``torch213-cxx11-cpu-x86_64-linux``: torch minor, C++ ABI (Linux only), backend, CPU, OS."""
-    major, minor = torch.major_minor
+    """``torch213-cxx11-cpu-x86_64-linux``: torch minor, C++ ABI (Linux only), backend, CPU, OS.
+
+    A variant built against torch's stable ABI is named for the torch version it targets, not
+    the installed one, and carries no C++ ABI tag: ``torch-stable-abi211-cu130-x86_64-linux``
+    (the loader takes it for that torch and every newer one).
+    """
     system = (system or platform.system()).lower()
     machine = (machine or platform.machine()).lower()
     if machine == "arm64":
         machine = "aarch64"
+    tail = f"{backend_tag(backend, torch)}-{machine}-{system}"
+    if stable_abi is not None:
+        return f"torch-stable-abi{stable_abi[0]}{stable_abi[1]}-{tail}"
+    major, minor = torch.major_minor
     abi = ("-cxx11" if torch.cxx11_abi else "-cxx98") if system == "linux" else ""
-    return f"torch{major}{minor}{abi}-{backend_tag(backend, torch)}-{machine}-{system}"
+    return f"torch{major}{minor}{abi}-{tail}"
+
+
+def noarch_variant_name(backend: str) -> str:
+    """``torch-cuda``: a pure-Python kernel's variant, one per backend, for any torch and system."""
+    return f"torch-{backend}"
 
 
 def ops_name(python_name: str, backend: str, uid: str) -> str:
