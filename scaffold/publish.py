@@ -178,8 +178,21 @@ def upload_candidates(project: Path, paths: list[str]) -> list[str]:
 
 #: Never uploaded from a project outside git, whatever its .gitignore says.
 ALWAYS_IGNORED = (
-    ".git/", ".env", ".env.*", ".venv/", "venv/", "env/", "*.pem", "*.key", "id_rsa*",
-    "id_ed25519*", ".netrc", ".pypirc", ".kscaffold/", "__pycache__/", "*.pyc",
+    ".git/",
+    ".env",
+    ".env.*",
+    ".venv/",
+    "venv/",
+    "env/",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".pypirc",
+    ".kscaffold/",
+    "__pycache__/",
+    "*.pyc",
 )
 
 
@@ -320,7 +333,7 @@ def publish(
         return plan
     from huggingface_hub import get_token
 
-    if api is None and get_token() is None:
+    if get_token() is None:
         raise PublishError(
             "Not logged in to the Hub: run `hf auth login` with a write token, or set HF_TOKEN."
         )
@@ -414,8 +427,10 @@ def _upload(
         (plan.branch, [*deletions, *additions]),
         (
             MAIN_BRANCH,
-            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(project / p))
-             for p in plan.main_files],
+            [
+                CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(project / p))
+                for p in plan.main_files
+            ],
         ),
     ):
         if not operations:

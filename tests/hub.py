@@ -119,8 +119,11 @@ def strict_hub(state: FakeHubState) -> Any:
             found.pull_requests[f"{branch}#{number}"] = files
             pr_url = f"https://huggingface.co/kernels/{repo_id}/discussions/{number}"
             return CommitInfo(
-                url, commit_message=kwargs["commit_message"], commit_description="",
-                oid="0" * 40, pr_url=pr_url,
+                url,
+                commit_message=kwargs["commit_message"],
+                commit_description="",
+                oid="0" * 40,
+                pr_url=pr_url,
             )
         found.branches[branch] = files
         return CommitInfo(
