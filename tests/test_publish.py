@@ -202,6 +202,18 @@ def test_build_metadata_passes_the_loaders_validators_and_a_dirty_build_is_flagg
         assert ("built from a dirty git tree" in caplog.text) is dirty, caplog.text
 
 
+def test_verify_signature_sees_an_unsigned_build_and_the_digest_it_would_check(ready: Path) -> None:
+    """`kernels verify-signature` needs a sigstore bundle, which only kernel-builder's CI makes."""
+    from kernels._rust import Digest, Metadata
+    from kernels.verify import VerificationResult, verify_variant
+
+    variant = ready / "build" / SIMULATED_VARIANT
+    result = verify_variant(variant)
+    assert isinstance(result, VerificationResult.SignatureBundleMissing)
+    metadata = Metadata.read_from_file(variant / "metadata.json")
+    metadata.digest.validate(Digest.hash_variant(metadata.digest.algorithm, variant))
+
+
 # --- refused before any upload ---------------------------------------------------------------
 
 
