@@ -218,10 +218,15 @@ def ignore_spec(project: Path) -> Any:
 
 
 def _inspect(project: Path, variant: Path) -> VariantStatus:
+    if variant.is_symlink():
+        raise PublishError(
+            f"build/{variant.name} is a link, and a release uploads only what is in build/: "
+            "replace it with the folder itself (or rebuild), then publish."
+        )
     list(_regular_files(variant, project))  # refuse FIFOs and links before anything opens them
     try:
         return inspect_variant(variant)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RuntimeError) as error:
         raise PublishError(
             f"build/{variant.name}/metadata.json cannot be read by the kernels loader "
             f"({str(error).splitlines()[0]}): rebuild with `kscaffold build`."
@@ -290,7 +295,7 @@ def plan_release(
         for variant in variant_dirs
         for path in _regular_files(variant, project)
     ]
-    card = [CARD] if (project / CARD).is_file() and upload_candidates(project, [CARD]) else []
+    card = [CARD] if _card_is_regular(project) and upload_candidates(project, [CARD]) else []
     variants = tuple(variant.name for variant in variant_dirs)
     warnings = tuple(
         f"{finding.location}: {finding.message}"
@@ -308,6 +313,19 @@ def plan_release(
         local_variants=local,
         warnings=warnings,
     )
+
+
+def _card_is_regular(project: Path) -> bool:
+    try:
+        mode = (project / CARD).lstat().st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(mode):
+        raise PublishError(
+            f"{CARD} (the card for main) is a link or not a regular file: make it a plain "
+            "file, then publish."
+        )
+    return True
 
 
 def load_line(repo_id: str, major: int, trusted: bool) -> str:

@@ -441,6 +441,26 @@ def test_publish_fifo_named_like_an_artifact_is_refused_without_opening_it_issue
     assert "create_commit" not in state.calls
 
 
+def test_publish_refuses_links_that_would_upload_files_from_outside(
+    ready: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("private\n")
+    (ready / "README.md").unlink()
+    (ready / "README.md").symlink_to(outside / "secret.txt")
+    state = FakeHubState()
+    with pytest.raises(PublishError, match="README.md .* is a link or not a regular file"):
+        release(ready, state)
+    (ready / "README.md").unlink()
+    variant = ready / "build" / SIMULATED_VARIANT
+    shutil.move(variant, outside / "variant")
+    variant.symlink_to(outside / "variant")
+    with pytest.raises(PublishError, match=f"build/{SIMULATED_VARIANT} is a link"):
+        release(ready, state)
+    assert state.calls == []
+
+
 # --- the CLI: plan, success line, no token anywhere -----------------------------------------
 
 
