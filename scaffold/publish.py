@@ -209,10 +209,12 @@ def ignore_spec(project: Path) -> Any:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            if base != ".":
-                negate = line.startswith("!")
-                body = line.lstrip("!").lstrip("/")
-                line = ("!" if negate else "") + f"{base}/{body}"
+            if base != ".":  # git reads a nested .gitignore relative to its folder
+                negate = "!" if line.startswith("!") else ""
+                body = line.removeprefix("!")
+                anchored = "/" in body.rstrip("/")
+                body = body.lstrip("/")
+                line = f"{negate}{base}/{body}" if anchored else f"{negate}{base}/**/{body}"
             lines.append(line)
     return pathspec.GitIgnoreSpec.from_lines(lines)
 

@@ -403,6 +403,31 @@ def test_publish_outside_git_lists_only_release_files_dry_run_prints_all_issue11
     assert "Would upload 1 file(s) to branch main:" in result.output
 
 
+def test_ignore_rules_outside_git_read_every_gitignore_as_git_does(tmp_path: Path) -> None:
+    from scaffold.publish import upload_candidates
+
+    (tmp_path / ".gitignore").write_text("*.log\n/top-only.py\n")
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / ".gitignore").write_text("benchmark_s*.py\n!benchmark_shared.py\n")
+    paths = [
+        "a.log",
+        "top-only.py",
+        "sub/top-only.py",
+        "benchmarks/benchmark_secret.py",
+        "benchmarks/benchmark_shared.py",
+        "benchmarks/benchmark.py",
+        ".env",
+        ".venv/x.py",
+        "keys/deploy.pem",
+    ]
+    allowed = upload_candidates(tmp_path, paths)
+    assert allowed == [
+        "sub/top-only.py",
+        "benchmarks/benchmark_shared.py",
+        "benchmarks/benchmark.py",
+    ]
+
+
 def test_publish_in_git_uploads_only_tracked_benchmarks(ready: Path) -> None:
     (ready / "benchmarks" / "benchmark_scratch.py").write_text("untracked\n")
     state = FakeHubState()
