@@ -288,6 +288,9 @@ def publish(
     say(f"Release {plan.tag} of {plan.repo_id} (kernel repository)")
     covered = ", ".join(plan.variants)
     say(f"Variants: {covered}" + (" (built without Nix)" if plan.local_variants else ""))
+    foreign = [variant for variant in plan.variants if variant not in plan.flake_variants]
+    if foreign:
+        say(f"Not among the variants the pinned flake builds: {', '.join(foreign)}")
     if plan.missing_variants:
         say(
             f"Not covered ({len(plan.missing_variants)} of the {len(plan.flake_variants)} the "

@@ -279,10 +279,11 @@ def plan_release(
             )
     local = tuple(status.variant for status in statuses if status.local_build)
     if local and not allow_local_build:
+        builder = next(s.builder for s in statuses if s.local_build) or "no builder"
         raise PublishError(
-            f"{', '.join(local)} built without Nix, so only for this machine's torch and "
-            "CUDA: pass --allow-local-build to release it anyway, or build every variant with "
-            "`nix run .#build-and-copy -L`."
+            f"{', '.join(local)} not built by kernel-builder's Nix build (metadata.json names "
+            f"{builder}), so only for this machine's torch and CUDA: pass --allow-local-build "
+            "to release it anyway, or build every variant with `nix run .#build-and-copy -L`."
         )
     findings = check_project(project)
     if has_errors(findings):

@@ -327,7 +327,10 @@ def test_publish_refuses_an_abi_violation_and_check_names_file_and_fix(
 
 def test_publish_refuses_a_local_build_without_allow_local_build(ready: Path) -> None:
     state = FakeHubState()
-    with pytest.raises(PublishError, match="built without Nix.*--allow-local-build"):
+    with pytest.raises(
+        PublishError,
+        match="not built by kernel-builder's Nix build .*names kscaffold .*--allow-local-build",
+    ):
         release(ready, state, allow_local_build=False)
     assert state.calls == []
 
