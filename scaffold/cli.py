@@ -258,21 +258,65 @@ def publish(
     ] = None,
     private: Annotated[bool, typer.Option(help="Create the repository as private.")] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Check and list what would be uploaded.")
+        bool, typer.Option("--dry-run", help="Check and list every file that would be uploaded.")
+    ] = False,
+    create_pr: Annotated[
+        bool,
+        typer.Option("--create-pr", help="Open pull requests instead of committing directly."),
+    ] = False,
+    allow_local_build: Annotated[
+        bool,
+        typer.Option(
+            "--allow-local-build",
+            help="Release variants built by `kscaffold build` (this machine's torch/CUDA only).",
+        ),
     ] = False,
 ) -> None:
-    """Release the project on the Hugging Face Hub: branch vX, tag vX.Y.Z, card and build/."""
+    """Release build/ on the Hub's kernel repo: variants to branch vX, card to main, tag vX.Y.Z."""
+    from scaffold.publish import ReleasePlan
     from scaffold.publish import publish as publish_release
 
-    plan = publish_release(
-        _project(path), version, repo_id=repo_id, private=private, dry_run=dry_run
+    outcome = publish_release(
+        _project(path),
+        version,
+        repo_id=repo_id,
+        private=private,
+        dry_run=dry_run,
+        create_pr=create_pr,
+        allow_local_build=allow_local_build,
     )
-    verb = "Would upload" if dry_run else "Uploaded"
-    console.print(f"{verb} {len(plan.files)} files to {plan.repo_id}@{plan.branch}, tag {plan.tag}")
-    console.print(f"Variants: {', '.join(plan.variants)}")
-    if not dry_run:
-        major = plan.branch.removeprefix("v")
-        console.print(f'Load with: get_kernel("{plan.repo_id}", version={major})')
+    plan = outcome if isinstance(outcome, ReleasePlan) else outcome.plan
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False)
+
+    say(f"Release {plan.tag} of {plan.repo_id} (kernel repository)")
+    covered = ", ".join(plan.variants)
+    say(f"Variants: {covered}" + (" (built without Nix)" if plan.local_variants else ""))
+    foreign = [variant for variant in plan.variants if variant not in plan.flake_variants]
+    if foreign:
+        say(f"Not among the variants the pinned flake builds: {', '.join(foreign)}")
+    if plan.missing_variants:
+        say(
+            f"Not covered ({len(plan.missing_variants)} of the {len(plan.flake_variants)} the "
+            f"flake builds): {', '.join(plan.missing_variants)}"
+        )
+    for warning in plan.warnings:
+        say(f"warning: {warning}")
+    verb = "Would upload" if isinstance(outcome, ReleasePlan) else "Uploaded"
+    say(f"{verb} {len(plan.build_files)} file(s) to branch {plan.branch}:")
+    for file in plan.build_files:
+        say(f"  {file}")
+    say(f"{verb} {len(plan.main_files)} file(s) to branch main:")
+    for file in plan.main_files:
+        say(f"  {file}")
+    if isinstance(outcome, ReleasePlan):
+        return
+    for url in outcome.pull_requests:
+        say(f"Pull request: {url}")
+    if not create_pr:
+        say(f"Tagged {plan.tag}.")
+    say(f"Load with: from kernels import get_kernel; {outcome.load_line}")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
+from scaffold.flakepin import EDITION, PINS
 
 ANSWERS_FILE = ".copier-answers.yml"
 #: Prefix of the staging folders ``kscaffold new`` renders into.
@@ -47,7 +48,13 @@ def render(answers: dict[str, Any], destination: Path) -> None:
     """Render the template with ``answers`` into ``destination`` (an empty or new folder)."""
     import copier  # imported here: building and cleaning never need copier
 
-    data = {**answers, "kscaffold_version": kscaffold_version()}
+    # The build.toml edition and the kernel-builder release the flake pins move together.
+    data = {
+        **answers,
+        "kscaffold_version": kscaffold_version(),
+        "edition": EDITION,
+        "kernel_builder_ref": PINS[EDITION],
+    }
     with warnings.catch_warnings():
         # The template is a plain folder, never a git checkout: copier's VCS warnings don't apply.
         warnings.simplefilter("ignore")

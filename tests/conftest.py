@@ -21,6 +21,7 @@ TOOL_SKIPS = (
     "nix-instantiate not installed",
     "needs git",
     "kernels>=0.17.2 ships the parser",
+    "needs actionlint",
 )
 REQUIRE_TOOLS = "KSCAFFOLD_REQUIRE_TOOLS"
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +48,17 @@ def commit_all(project: Path, *paths: str, message: str = "user files") -> None:
     git(project, "commit", "--quiet", "--no-verify", "-m", message)
 
 
+@functools.cache
+def tiny_library() -> bytes:
+    """A real (empty) shared library, so that ABI checks read it as one; compiled once."""
+    folder = Path(tempfile.mkdtemp(prefix="kscaffold-tiny-so-"))
+    (folder / "tiny.c").write_text("int kscaffold_tiny(void) { return 0; }\n")
+    run(["cc", "-shared", "-fPIC", "-o", folder / "tiny.so", folder / "tiny.c"])
+    data = (folder / "tiny.so").read_bytes()
+    shutil.rmtree(folder)
+    return data
+
+
 def simulate_build(project: Path, python_name: str = "my_kernel") -> list[str]:
     """Write what ``kscaffold build`` writes for one CPU variant, recorded in its manifest.
 
@@ -57,7 +70,7 @@ def simulate_build(project: Path, python_name: str = "my_kernel") -> list[str]:
     files = {
         variant / "__init__.py": (project / "torch-ext" / python_name / "__init__.py").read_bytes(),
         variant / "_ops.py": f"import torch\nops = torch.ops.{ops}\n".encode(),
-        variant / f"{ops}.abi3.so": b"\x7fELF not really a library",
+        variant / f"{ops}.abi3.so": tiny_library(),
         variant / "metadata.json": json.dumps({"name": "my-kernel", "id": ops}).encode(),
         project / "compile_commands.json": b'[{"file": "csrc/cpu/relu.cpp", "simulated": 1}]\n',
         scratch / "build.ninja": b"rule cxx\n",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from scaffold._version import __version__
 from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.compiler.archs import (
@@ -47,6 +48,7 @@ from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
 from scaffold.gitutil import init_and_commit, run_git
 from scaffold.manifest import load_manifest, record_generated
+from scaffold.provenance import KERNELS_MINVER
 from tests.helpers import run, run_with_kernel
 
 CPU_TORCH = TorchInstall(root=Path("/t"), version="2.13.0+cpu", cuda=None, cxx11_abi=True)
@@ -622,6 +624,8 @@ def test_metadata_and_install_replace_the_variant(tmp_path: Path) -> None:
         "license": "apache-2.0",
         "python-depends": [],
         "backend": {"type": "cuda", "archs": ["8.0", "12.0+PTX"]},
+        "kernels-minver": KERNELS_MINVER,
+        "provenance": {"kernel-builder": {"version": f"kscaffold {__version__}"}},  # no git
     }
     plan.scratch.mkdir(parents=True)
     (plan.scratch / plan.so_name).write_bytes(b"new library")
@@ -802,6 +806,8 @@ def test_cpu_variant_layout_and_metadata(cpu_build: BuildFixture) -> None:
         ["__init__.py", "_ops.py", "metadata.json", f"{result.ops_name}.abi3.so"]
     )
     metadata = json.loads((result.variant_dir / "metadata.json").read_text())
+    digest = metadata.pop("digest")
+    head = run_git(project, "rev-parse", "HEAD").stdout.strip()
     assert metadata == {
         "name": "add-one",
         "id": result.ops_name,
@@ -809,7 +815,14 @@ def test_cpu_variant_layout_and_metadata(cpu_build: BuildFixture) -> None:
         "license": "apache-2.0",
         "python-depends": [],
         "backend": {"type": "cpu"},
+        "kernels-minver": KERNELS_MINVER,
+        "provenance": {
+            "kernel-builder": {"version": f"kscaffold {__version__}"},
+            "kernel": {"commit": head, "dirty": True},
+        },
     }
+    assert digest["algorithm"] == "sha256"
+    assert sorted(digest["files"]) == sorted(n for n in names if n != "metadata.json")
     assert not (project / "torch-ext" / "registration.h").exists()
     assert not (project / "torch-ext" / "add_one" / "_ops.py").exists()
     commands = json.loads((project / "compile_commands.json").read_text())

@@ -262,7 +262,7 @@ PLANTED: list[tuple[str, Callable[[Path], None], str, str, str, str]] = [
         "error",
         "flake.nix",
         "retired kernel-builder repository",
-        'url = "github:huggingface/kernels"',
+        'url = "github:huggingface/kernels/v',
     ),
     (
         "flake-retired-function",

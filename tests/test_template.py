@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from scaffold.create import ProjectSpec
+from scaffold.flakepin import EDITION, pinned_input
 from scaffold.template import ANSWERS_FILE, kscaffold_version, render
 
 BACKEND_CHOICES = [("cuda",), ("cpu",), ("cuda", "cpu")]
@@ -41,6 +42,7 @@ def expected_files(spec: ProjectSpec) -> set[str]:
     op = "img2gray" if spec.example == "img2gray" else "relu"
     files = {
         ".copier-answers.yml",
+        ".github/workflows/kernel.yml",
         ".gitattributes",
         ".gitignore",
         "README.md",
@@ -78,7 +80,7 @@ def test_build_toml(rendered: tuple[ProjectSpec, Path]) -> None:
     assert general["name"] == "my-kernel"
     assert general["version"] == 1 and isinstance(general["version"], int)
     assert general["license"] == "apache-2.0"
-    assert general["edition"] == 5
+    assert general["edition"] == EDITION
     assert tuple(general["backends"]) == spec.backends
     if spec.owner:
         assert general["hub"] == {"repo-id": "my-org/my-kernel"}
@@ -117,7 +119,7 @@ def test_build_toml_accepted_by_kernel_builder_parser(rendered: tuple[ProjectSpe
 def test_flake_nix(rendered: tuple[ProjectSpec, Path]) -> None:
     _, project = rendered
     flake = (project / "flake.nix").read_text()
-    assert 'kernel-builder.url = "github:huggingface/kernels"' in flake
+    assert f'kernel-builder.url = "{pinned_input(EDITION)}";' in flake
     assert "genKernelFlakeOutputs" in flake and "genFlakeOutputs" not in flake.replace(
         "genKernelFlakeOutputs", ""
     )

@@ -2,7 +2,9 @@
   description = "Flake for the img2gray kernel";
 
   inputs = {
-    kernel-builder.url = "github:huggingface/kernels";
+    # Pinned to the kernel-builder release that builds build.toml's edition 5;
+    # `kscaffold update` moves the pin and the edition together.
+    kernel-builder.url = "github:huggingface/kernels/v0.17.2";
   };
 
   outputs =

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scaffold.buildconfig import BUILD_TOML
+from scaffold.checks.abi import check_abi
 from scaffold.checks.archs import check_cuda_capabilities
 from scaffold.checks.artifacts import check_artifacts
 from scaffold.checks.base import Context, Finding, Severity
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     check_flake,
     check_ops,
     check_artifacts,
+    check_abi,
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.flakepin import EDITION, pinned_input
 
 FLAKE = "flake.nix"
 #: The flake input release builds use, and the function that turns a kernel into flake outputs.
@@ -24,6 +25,7 @@ _CURRENT_URL = re.compile(
     r"^(?:github:huggingface/kernels(?:[/?].*)?|(?:git\+)?https://github\.com/huggingface/kernels"
     r"(?:\.git)?(?:[/?].*)?)$"
 )
+_HTTPS_INPUT = "https://github.com/huggingface/kernels"
 _CALL = re.compile(rf"\b{CURRENT_FUNCTION}\s*\{{")
 
 
@@ -92,7 +94,7 @@ def check_flake(context: Context) -> list[Finding]:
                 FLAKE,
                 f'Input url "{url}" is the retired kernel-builder repository; kernel-builder now '
                 "lives in huggingface/kernels.",
-                f'Set the input to url = "{CURRENT_INPUT}", then run `nix flake update`.',
+                f'Set the input to url = "{pinned_input()}", then run `nix flake update`.',
             )
         )
     if not any(_CURRENT_URL.match(url) for url in urls) and not retired:
@@ -103,7 +105,7 @@ def check_flake(context: Context) -> list[Finding]:
                     FLAKE,
                     f'kernel-builder comes from a local checkout ("{local[0]}"); releases '
                     "should build with the published one.",
-                    f'Set the input to url = "{CURRENT_INPUT}" before releasing.',
+                    f'Set the input to url = "{pinned_input()}" before releasing.',
                 )
             )
         else:
@@ -111,9 +113,21 @@ def check_flake(context: Context) -> list[Finding]:
                 error(
                     FLAKE,
                     f"No flake input points to kernel-builder ({CURRENT_INPUT}).",
-                    f'Add inputs.kernel-builder.url = "{CURRENT_INPUT}";',
+                    f'Add inputs.kernel-builder.url = "{pinned_input()}";',
                 )
             )
+    unpinned = [url for url in urls if url.rstrip("/") in (CURRENT_INPUT, _HTTPS_INPUT)]
+    for url in unpinned:
+        findings.append(
+            warning(
+                FLAKE,
+                f'Input url "{url}" follows kernel-builder\'s main branch, whose builder reads '
+                f"only the newest build.toml edition: the build breaks when it moves past "
+                f"edition {EDITION}.",
+                f'Pin the release that builds edition {EDITION}: url = "{pinned_input()}"; '
+                "(`kscaffold update` does it).",
+            )
+        )
     call = _CALL.search(text)
     if call is None:
         retired_call = re.search(rf"\b{RETIRED_FUNCTION}\b", text) is not None

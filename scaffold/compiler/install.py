@@ -15,12 +15,16 @@ from pathlib import Path
 from scaffold.buildconfig import BuildConfig
 from scaffold.compiler.plan import VariantPlan
 from scaffold.compiler.stubs import noarch_ops_py, ops_py
+from scaffold.provenance import KERNELS_MINVER, provenance, variant_digest
 
 _GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})
 
 
 def variant_metadata(config: BuildConfig, plan: VariantPlan) -> dict[str, object]:
-    """metadata.json: what the loader requires, plus the CUDA archs actually compiled."""
+    """metadata.json: what the loader requires, the CUDA archs actually compiled, provenance.
+
+    The ``digest`` is added by :func:`install_variant` once every other file is in place.
+    """
     backend: dict[str, object] = {"type": plan.backend}
     if plan.archs:
         backend["archs"] = [str(arch) for arch in plan.archs]
@@ -37,6 +41,8 @@ def variant_metadata(config: BuildConfig, plan: VariantPlan) -> dict[str, object
             {"repo-id": dep.repo_id, **_pin(dep.version, dep.revision)}
             for dep in config.kernel_depends
         ]
+    metadata["kernels-minver"] = KERNELS_MINVER
+    metadata["provenance"] = provenance(config.project, plan.ops_name)
     return metadata
 
 
@@ -77,15 +83,17 @@ def install_variant(config: BuildConfig, plan: VariantPlan) -> list[Path]:
         native = not config.is_noarch
         stub = ops_py(plan.ops_name) if native else noarch_ops_py(plan.ops_name)
         (staging / "_ops.py").write_text(stub, encoding="utf-8")
+        if native:
+            shutil.copy(plan.scratch / plan.so_name, staging / plan.so_name)
         content = variant_metadata(config, plan)
         if plan.backend in config.torch.noarch_archs:
             backend = content["backend"]
             assert isinstance(backend, dict)
             backend["archs"] = list(config.torch.noarch_archs[plan.backend])
+        # The digest covers every file but metadata.json, so it is written last.
+        content = {**content, "digest": variant_digest(staging)}
         metadata = json.dumps(content, indent=2) + "\n"
         (staging / "metadata.json").write_text(metadata, encoding="utf-8")
-        if native:
-            shutil.copy(plan.scratch / plan.so_name, staging / plan.so_name)
         staging.chmod(0o755)  # mkdtemp makes it private; the variant is meant to be shared
         target = build_dir / plan.variant
         _replace_dir(staging, target)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -15,12 +17,26 @@ BACKENDS: tuple[str, ...] = ("cuda", "cpu")
 NO_GPU = "needs a CUDA GPU: torch.cuda.is_available() is False"
 
 
+def nix_ci_build() -> Path | None:
+    """The Nix build kernel-builder's `nix run .#ci-test` names in LOCAL_KERNELS, if any."""
+    hub = re.search(r'^repo-id\s*=\s*"([^"]+)"', (PROJECT_ROOT / "build.toml").read_text(), re.M)
+    repo_id = hub[1] if hub else None
+    for entry in os.environ.get("LOCAL_KERNELS", "").split(":"):
+        name, _, path = entry.partition("=")
+        if repo_id and name == repo_id and path:
+            return Path(path)
+    return None
+
+
 @functools.cache
 def load_kernel(backend: str) -> ModuleType:
-    """The img2gray build for `backend` under build/, as `kernels` loads it."""
+    """The img2gray build for `backend` under build/ (or ci-test's), as `kernels` loads it."""
+    ci_build = nix_ci_build()
     try:
-        return get_local_kernel(PROJECT_ROOT, backend=backend)
+        return get_local_kernel(ci_build or PROJECT_ROOT, backend=backend)
     except FileNotFoundError as error:
+        if ci_build is not None:
+            pytest.skip(f"the Nix CI build holds no {backend} variant")
         pytest.fail(
             f"No {backend} build of img2gray in {PROJECT_ROOT / 'build'}: "
             f"run `kscaffold build` first.\n{error}",
@@ -68,9 +84,21 @@ def skeleton_sources(backend: str) -> list[Path]:
     ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "kernels_ci: run by kernel-builder's `nix run .#ci-test` (pytest -m kernels_ci)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m kernels_ci` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Expect a backend's cases to fail while its implementation is a skeleton."""
+    """Mark every test for kernel-builder's CI runner; expect skeleton backends to fail.
+
+    The whole suite takes seconds, so `nix run .#ci-test` runs all of it. A backend's cases
+    are expected to fail while its implementation is a generated skeleton.
+    """
     for item in items:
+        item.add_marker(pytest.mark.kernels_ci)
         params = getattr(item, "callspec", None)
         backend = params.params.get("backend") if params is not None else None
         skeletons = skeleton_sources(backend) if isinstance(backend, str) else []
