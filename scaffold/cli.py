@@ -24,12 +24,19 @@ from scaffold.hints import next_steps, tool_commands
 from scaffold.names import DEFAULT_BACKENDS, KNOWN_LICENSES, SUPPORTED_BACKENDS
 from scaffold.reports import print_clean_report, print_findings
 
+
+def examples(*commands: str) -> str:
+    """A command's help epilog: the examples its --help ends with, one paragraph each."""
+    return "Examples:\n\n" + "\n\n".join(f"  $ {command}" for command in commands)
+
+
 app = typer.Typer(
     name="kscaffold",
     help="Create, build, check and publish Hugging Face kernel-builder projects.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    epilog=examples("kscaffold new my-kernel", "kscaffold test my-kernel"),
 )
 console = Console(soft_wrap=True)
 error_console = Console(stderr=True, soft_wrap=True)
@@ -39,11 +46,6 @@ R = TypeVar("R")
 
 #: Set this variable to see the traceback behind an error message.
 DEBUG_VARIABLE = "KSCAFFOLD_DEBUG"
-
-
-def examples(*commands: str) -> str:
-    """A command's help epilog: the examples its --help ends with, one paragraph each."""
-    return "Examples:\n\n" + "\n\n".join(f"  $ {command}" for command in commands)
 
 
 def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -239,6 +241,58 @@ def build(
     console.print(f"Built {len(results)} variant(s). Load with {load}", soft_wrap=True)
 
 
+#: Where the ``test`` command keeps the arguments given after ``--``, for pytest.
+_PYTEST_ARGS = "kscaffold.pytest_args"
+
+
+class _PassThroughCommand(TyperCommand):
+    """Parses the arguments before ``--`` as usual and keeps those after it for pytest."""
+
+    # Typer hands its commands a typer.Context; the base class names its private click's.
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta[_PYTEST_ARGS] = args[split + 1 :]
+            args = args[:split]
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        return [*super().collect_usage_pieces(ctx), "[-- PYTEST_ARGS]"]
+
+
+@app.command(
+    "test",
+    cls=_PassThroughCommand,
+    epilog=examples("kscaffold test", "kscaffold test path/to/my-kernel -- -x -k out"),
+)
+@reports_errors
+def test_command(ctx: typer.Context, path: ProjectPath = None) -> None:
+    """Build what changed, then run the project's tests against build/ (pytest args after --)."""
+    from scaffold.build_progress import ConsoleBuildReporter
+    from scaffold.project_tests import prepare_project_tests
+
+    reporter = ConsoleBuildReporter(console, error_console)
+    try:
+        tests = prepare_project_tests(
+            _project(path), pytest_args=ctx.meta.get(_PYTEST_ARGS, []), reporter=reporter
+        )
+    finally:
+        reporter.close()
+    python, _ = tool_commands()
+    console.print(tests.describe(), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"$ {python} {shlex.join(tests.command[1:])}", markup=False, highlight=False)
+    console.file.flush()
+    status = tests.run()
+    verdict = "passed" if status == 0 else f"failed (pytest exited {status})"
+    console.print(
+        f"kscaffold test {verdict}. {tests.describe()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(status)
+
+
 @app.command(epilog=examples("kscaffold clean --dry-run", "kscaffold clean --all"))
 @reports_errors
 def clean(
@@ -297,58 +351,6 @@ def publish(
     if not dry_run:
         major = plan.branch.removeprefix("v")
         console.print(f'Load with: get_kernel("{plan.repo_id}", version={major})')
-
-
-#: Where the ``test`` command keeps the arguments given after ``--``, for pytest.
-_PYTEST_ARGS = "kscaffold.pytest_args"
-
-
-class _PassThroughCommand(TyperCommand):
-    """Parses the arguments before ``--`` as usual and keeps those after it for pytest."""
-
-    # Typer hands its commands a typer.Context; the base class names its private click's.
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
-        if "--" in args:
-            split = args.index("--")
-            ctx.meta[_PYTEST_ARGS] = args[split + 1 :]
-            args = args[:split]
-        return super().parse_args(ctx, args)
-
-    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
-        return [*super().collect_usage_pieces(ctx), "[-- PYTEST_ARGS]"]
-
-
-@app.command(
-    "test",
-    cls=_PassThroughCommand,
-    epilog=examples("kscaffold test", "kscaffold test path/to/my-kernel -- -x -k out"),
-)
-@reports_errors
-def test_command(ctx: typer.Context, path: ProjectPath = None) -> None:
-    """Build what changed, then run the project's tests against build/ (pytest args after --)."""
-    from scaffold.build_progress import ConsoleBuildReporter
-    from scaffold.project_tests import prepare_project_tests
-
-    reporter = ConsoleBuildReporter(console, error_console)
-    try:
-        tests = prepare_project_tests(
-            _project(path), pytest_args=ctx.meta.get(_PYTEST_ARGS, []), reporter=reporter
-        )
-    finally:
-        reporter.close()
-    python, _ = tool_commands()
-    console.print(tests.describe(), markup=False, highlight=False, soft_wrap=True)
-    console.print(f"$ {python} {shlex.join(tests.command[1:])}", markup=False, highlight=False)
-    console.file.flush()
-    status = tests.run()
-    verdict = "passed" if status == 0 else f"failed (pytest exited {status})"
-    console.print(
-        f"kscaffold test {verdict}. {tests.describe()}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(status)
 
 
 def main() -> None:
