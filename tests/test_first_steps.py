@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from scaffold import project_tests
 from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.cli import app
-from scaffold.compiler import api
+from scaffold.compiler import BuildReporter, BuildResult, api
 from scaffold.compiler.archs import default_arch_list
 from scaffold.compiler.devarchs import development_archs
 from scaffold.create import ProjectSpec
@@ -296,6 +296,50 @@ def test_missing_test_dependencies_stop_before_any_build(tmp_path: Path) -> None
     assert "surely-not-installed-kscaffold-test" in message, message
     assert f"{sys.executable} -m pip install -r {REQUIREMENTS_FILE}" in message, message
     assert not (project / "build").exists() and not (project / ".kscaffold").exists()
+
+
+def fake_result(backend: str, archs: tuple[str, ...] = ()) -> BuildResult:
+    variant = f"torch214-cxx11-{'cu130' if backend == 'cuda' else 'cpu'}-x86_64-linux"
+    return BuildResult(backend, variant, Path("build") / variant, f"_k_{backend}", archs, (), False)
+
+
+@pytest.mark.parametrize("gpu", [False, True], ids=["no-gpu", "gpu"])
+def test_each_backend_is_tested_or_skipped_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: bool
+) -> None:
+    project = rendered(tmp_path)
+    builds: dict[str, list[BuildResult]] = {
+        "built": [fake_result("cuda", ("7.5",)), fake_result("cpu")],
+        "no nvcc": [fake_result("cpu")],
+    }
+    for case, results in builds.items():
+
+        def build(
+            path: Path, *, reporter: BuildReporter, results: list[BuildResult] = results
+        ) -> list[BuildResult]:
+            if len(results) == 1:
+                reporter.backend_skipped("cuda", "nvcc was not found.")
+            return results
+
+        monkeypatch.setattr(project_tests, "build_project", build)
+        monkeypatch.setattr(project_tests, "_gpu_visible", lambda: gpu)
+        tests = prepare_project_tests(project, pytest_args=["-x"])
+        outcomes = {o.backend: (o.tested, o.detail) for o in tests.backends}
+        assert outcomes["cpu"] == (True, "build/torch214-cxx11-cpu-x86_64-linux/")
+        not_built = json.loads(tests.environment[SKIP_VARIABLE])
+        if case == "no nvcc":
+            assert outcomes["cuda"] == (False, "not built: nvcc was not found")
+            assert not_built == {"cuda": "not built: nvcc was not found"}
+        elif gpu:
+            assert outcomes["cuda"] == (True, "build/torch214-cxx11-cu130-x86_64-linux/")
+            assert not_built == {}
+        else:
+            tested, detail = outcomes["cuda"]
+            assert not tested and detail.startswith(
+                "compiled for 7.5 into build/torch214-cxx11-cu130"
+            )
+            assert "no CUDA GPU is visible" in detail and not_built == {}
+        assert tests.command[-2:] == ("tests", "-x") and tests.project == project.resolve()
 
 
 def test_pytest_runs_tests_unless_paths_are_given(tmp_path: Path) -> None:
