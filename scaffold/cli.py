@@ -266,7 +266,13 @@ class _PassThroughCommand(TyperCommand):
     epilog=examples("kscaffold test", "kscaffold test path/to/my-kernel -- -x -k out"),
 )
 @reports_errors
-def test_command(ctx: typer.Context, path: ProjectPath = None) -> None:
+def test_command(
+    ctx: typer.Context,
+    path: ProjectPath = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Build and test only this backend (cpu or cuda).")
+    ] = None,
+) -> None:
     """Build what changed, then run the project's tests against build/ (pytest args after --)."""
     from scaffold.build_progress import ConsoleBuildReporter
     from scaffold.project_tests import prepare_project_tests
@@ -274,7 +280,10 @@ def test_command(ctx: typer.Context, path: ProjectPath = None) -> None:
     reporter = ConsoleBuildReporter(console, error_console)
     try:
         tests = prepare_project_tests(
-            _project(path), pytest_args=ctx.meta.get(_PYTEST_ARGS, []), reporter=reporter
+            _project(path),
+            pytest_args=ctx.meta.get(_PYTEST_ARGS, []),
+            backend=backend,
+            reporter=reporter,
         )
     finally:
         reporter.close()

@@ -157,6 +157,18 @@ def _pytest_command(project: Path, pytest_args: Sequence[str]) -> tuple[str, ...
     return (sys.executable, "-m", "pytest", *paths, *pytest_args)
 
 
+def _why_not_built(backend: str, asked: str | None, skipped: dict[str, str]) -> str:
+    if backend in skipped:
+        reason = skipped[backend]
+    elif asked is not None:
+        reason = f"only --backend {asked} was asked for"
+    elif backend not in SUPPORTED_BACKENDS:
+        reason = "kscaffold cannot build it"
+    else:
+        reason = "the build did not produce it"
+    return f"not built: {reason.rstrip('.')}"
+
+
 def _gpu_visible() -> bool:
     from scaffold.compiler.toolchain import visible_gpu_capabilities
 
@@ -167,45 +179,44 @@ def prepare_project_tests(
     project: Path,
     *,
     pytest_args: Sequence[str] = (),
+    backend: str | None = None,
     reporter: BuildReporter | None = None,
 ) -> ProjectTests:
     """Check the test dependencies, build what is stale, and decide what can be tested here.
 
     Raises :class:`~scaffold.errors.ToolchainError` naming the missing test dependencies and
     the pip command that installs them, before anything is compiled; a build error as
-    :func:`~scaffold.compiler.build_project` does.
+    :func:`~scaffold.compiler.build_project` does. ``backend`` builds and tests only that one.
     """
     project = project.resolve()
     config = load_build_config(project)
     _check_requirements(project)
     recorder = _SkipRecorder(reporter or BuildReporter())
-    builds = tuple(build_project(project, reporter=recorder))
+    builds = tuple(build_project(project, backend=backend, reporter=recorder))
     built = {result.backend: result for result in builds}
 
     outcomes: list[BackendOutcome] = []
     not_built: dict[str, str] = {}
-    for backend in config.backends:
-        result = built.get(backend)
+    for declared in config.backends:
+        result = built.get(declared)
         if result is None:
-            reason = recorder.skipped.get(backend)
-            if reason is None:
-                known = backend in SUPPORTED_BACKENDS
-                reason = "not built" if known else "kscaffold cannot build it."
-            reason = f"not built: {reason.rstrip('.')}"
-            not_built[backend] = reason
-            outcomes.append(BackendOutcome(backend, tested=False, detail=reason))
-        elif backend == "cuda" and not _gpu_visible():
+            reason = _why_not_built(declared, backend, recorder.skipped)
+            not_built[declared] = reason
+            outcomes.append(BackendOutcome(declared, tested=False, detail=reason))
+        elif declared == "cuda" and not _gpu_visible():
             archs = " ".join(result.archs)
             outcomes.append(
                 BackendOutcome(
-                    backend,
+                    declared,
                     tested=False,
                     detail=f"compiled for {archs} into build/{result.variant}/; no CUDA GPU "
                     "is visible to run it: torch.cuda.is_available() is False",
                 )
             )
         else:
-            outcomes.append(BackendOutcome(backend, tested=True, detail=f"build/{result.variant}/"))
+            outcomes.append(
+                BackendOutcome(declared, tested=True, detail=f"build/{result.variant}/")
+            )
 
     return ProjectTests(
         project=project,

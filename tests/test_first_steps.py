@@ -311,25 +311,36 @@ def test_each_backend_is_tested_or_skipped_with_its_reason(
     builds: dict[str, list[BuildResult]] = {
         "built": [fake_result("cuda", ("7.5",)), fake_result("cpu")],
         "no nvcc": [fake_result("cpu")],
+        "cpu asked": [fake_result("cpu")],
     }
     for case, results in builds.items():
+        asked = "cpu" if case == "cpu asked" else None
 
         def build(
-            path: Path, *, reporter: BuildReporter, results: list[BuildResult] = results
+            path: Path,
+            *,
+            backend: str | None,
+            reporter: BuildReporter,
+            results: list[BuildResult] = results,
+            asked: str | None = asked,
         ) -> list[BuildResult]:
-            if len(results) == 1:
+            assert backend == asked
+            if backend is None and len(results) == 1:
                 reporter.backend_skipped("cuda", "nvcc was not found.")
             return results
 
         monkeypatch.setattr(project_tests, "build_project", build)
         monkeypatch.setattr(project_tests, "_gpu_visible", lambda: gpu)
-        tests = prepare_project_tests(project, pytest_args=["-x"])
+        tests = prepare_project_tests(project, pytest_args=["-x"], backend=asked)
         outcomes = {o.backend: (o.tested, o.detail) for o in tests.backends}
         assert outcomes["cpu"] == (True, "build/torch214-cxx11-cpu-x86_64-linux/")
         not_built = json.loads(tests.environment[SKIP_VARIABLE])
-        if case == "no nvcc":
-            assert outcomes["cuda"] == (False, "not built: nvcc was not found")
-            assert not_built == {"cuda": "not built: nvcc was not found"}
+        if case != "built":
+            reason = {
+                "no nvcc": "not built: nvcc was not found",
+                "cpu asked": "not built: only --backend cpu was asked for",
+            }[case]
+            assert outcomes["cuda"] == (False, reason) and not_built == {"cuda": reason}
         elif gpu:
             assert outcomes["cuda"] == (True, "build/torch214-cxx11-cu130-x86_64-linux/")
             assert not_built == {}
@@ -356,8 +367,10 @@ def test_cli_passes_what_follows_the_double_dash_to_pytest(
     seen: dict[str, object] = {}
     outcome = project_tests.BackendOutcome
 
-    def prepare(project: Path, *, pytest_args: list[str], reporter: object) -> ProjectTests:
-        seen.update(project=project, pytest_args=pytest_args)
+    def prepare(
+        project: Path, *, pytest_args: list[str], backend: str | None, reporter: object
+    ) -> ProjectTests:
+        seen.update(project=project, pytest_args=pytest_args, backend=backend)
         return ProjectTests(
             project=tmp_path,
             builds=(),
@@ -371,12 +384,18 @@ def test_cli_passes_what_follows_the_double_dash_to_pytest(
     monkeypatch.setattr(project_tests, "prepare_project_tests", prepare)
     result = runner.invoke(app, ["test", str(tmp_path), "--", "-x", "-k", "not out", "--lf"])
     assert result.exit_code == 3, result.output
-    assert seen == {"project": tmp_path, "pytest_args": ["-x", "-k", "not out", "--lf"]}
+    assert seen == {
+        "project": tmp_path,
+        "pytest_args": ["-x", "-k", "not out", "--lf"],
+        "backend": None,
+    }
     last = result.output.strip().splitlines()[-1]
     assert last == (
         "kscaffold test failed (pytest exited 3). Tested: cpu (build/x/). "
         "Skipped: cuda (not built: no nvcc)."
     ), result.output
+    result = runner.invoke(app, ["test", "--backend", "cpu", str(tmp_path), "--", "tests"])
+    assert seen == {"project": tmp_path, "pytest_args": ["tests"], "backend": "cpu"}
     # Without --, an unknown option is an error, as for every command.
     result = runner.invoke(app, ["test", str(tmp_path), "-x"])
     assert result.exit_code == 2, result.output
