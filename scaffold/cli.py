@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
@@ -11,6 +12,7 @@ from typing import Annotated, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperCommand
 
 from scaffold._version import __version__
 from scaffold.buildconfig import find_project_root
@@ -19,15 +21,23 @@ from scaffold.clean import clean_project
 from scaffold.create import EXAMPLES, ProjectSpec, create_project
 from scaffold.errors import KscaffoldError
 from scaffold.evolve import EvolveReport, add_backend, update_project
-from scaffold.names import KNOWN_LICENSES, SUPPORTED_BACKENDS
+from scaffold.hints import next_steps, tool_commands
+from scaffold.names import DEFAULT_BACKENDS, KNOWN_LICENSES, SUPPORTED_BACKENDS
 from scaffold.reports import print_clean_report, print_findings
+
+
+def examples(*commands: str) -> str:
+    """A command's help epilog: the examples its --help ends with, one paragraph each."""
+    return "Examples:\n\n" + "\n\n".join(f"  $ {command}" for command in commands)
+
 
 app = typer.Typer(
     name="kscaffold",
     help="Create, build, check and publish Hugging Face kernel-builder projects.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    epilog=examples("kscaffold new my-kernel", "kscaffold test my-kernel"),
 )
 # Messages are text, never markup: a path with "[/x]" or a table name like "[general]" prints as is.
 # Styling goes through Text objects and ``style=``, never through square brackets in a string.
@@ -75,14 +85,19 @@ def root(
     """Create, build, check and publish Hugging Face kernel-builder projects."""
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "kscaffold new my-kernel",
+        "kscaffold new img2gray --example img2gray --owner my-org --dest kernels/img2gray",
+    )
+)
 @reports_errors
 def new(
     name: Annotated[str, typer.Argument(help="Kernel name on the Hub, e.g. my-kernel.")],
     dest: Annotated[Path | None, typer.Option(help="Folder to create (default: ./NAME).")] = None,
     backends: Annotated[
         str, typer.Option(help=f"Comma-separated backends: {', '.join(SUPPORTED_BACKENDS)}.")
-    ] = "cuda",
+    ] = ",".join(DEFAULT_BACKENDS),
     example: Annotated[
         str | None, typer.Option(help=f"Start from a worked example: {', '.join(EXAMPLES)}.")
     ] = None,
@@ -102,7 +117,7 @@ def new(
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
-    console.print(f"Next: cd {project} && kscaffold build && python -m pytest tests")
+    console.print(f"Next: {next_steps(project)}")
 
 
 ProjectPath = Annotated[
@@ -149,7 +164,10 @@ def _print_evolve_report(report: EvolveReport) -> None:
             error_console.print(f"  {conflict.describe()}")
 
 
-@app.command("add-backend")
+@app.command(
+    "add-backend",
+    epilog=examples("kscaffold add-backend cpu", "kscaffold add-backend cuda --conflict-markers"),
+)
 @reports_errors
 def add_backend_command(
     backend: Annotated[str, typer.Argument(help=f"One of {', '.join(SUPPORTED_BACKENDS)}.")],
@@ -159,10 +177,10 @@ def add_backend_command(
     """Add a backend to a project, keeping every edit you made."""
     report = add_backend(_project(path), backend, markers=conflict_markers)
     _print_evolve_report(report)
-    console.print(f"Added the {backend} backend. Next: kscaffold build && python -m pytest tests")
+    console.print(f"Added the {backend} backend. Next: kscaffold test")
 
 
-@app.command()
+@app.command(epilog=examples("kscaffold update", "kscaffold update path/to/my-kernel"))
 @reports_errors
 def update(path: ProjectPath = None, conflict_markers: ConflictMarkers = False) -> None:
     """Merge the installed kscaffold's template changes into a project."""
@@ -181,7 +199,7 @@ def _parse_archs(value: str | None) -> list[str] | None:
     ]
 
 
-@app.command()
+@app.command(epilog=examples("kscaffold build --backend cpu", "kscaffold build --release --jobs 8"))
 @reports_errors
 def build(
     path: ProjectPath = None,
@@ -191,10 +209,18 @@ def build(
     cuda_archs: Annotated[
         str | None,
         typer.Option(
-            help="CUDA archs to compile, e.g. 8.0,9.0,12.0+PTX (default: the visible GPU's, "
-            "else build.toml's cuda-capabilities, else kernel-builder's list)."
+            help="CUDA archs to compile, e.g. 8.0,9.0,12.0+PTX (default: the visible GPU's; "
+            "without a GPU, the oldest arch of the release set)."
         ),
     ] = None,
+    release: Annotated[
+        bool,
+        typer.Option(
+            "--release",
+            help="Compile CUDA for every arch the release carries (build.toml's "
+            "cuda-capabilities, else kernel-builder's list), whatever GPU is visible.",
+        ),
+    ] = False,
     jobs: Annotated[
         int | None, typer.Option(help="Parallel compile jobs (default: ninja's).")
     ] = None,
@@ -212,6 +238,7 @@ def build(
             cuda_archs=_parse_archs(cuda_archs),
             jobs=jobs,
             reporter=reporter,
+            release=release,
         )
     finally:
         reporter.close()
@@ -219,7 +246,68 @@ def build(
     console.print(f"Built {len(results)} variant(s). Load with {load}", soft_wrap=True)
 
 
-@app.command()
+#: Where the ``test`` command keeps the arguments given after ``--``, for pytest.
+_PYTEST_ARGS = "kscaffold.pytest_args"
+
+
+class _PassThroughCommand(TyperCommand):
+    """Parses the arguments before ``--`` as usual and keeps those after it for pytest."""
+
+    # Typer hands its commands a typer.Context; the base class names its private click's.
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        if "--" in args:
+            split = args.index("--")
+            ctx.meta[_PYTEST_ARGS] = args[split + 1 :]
+            args = args[:split]
+        return super().parse_args(ctx, args)
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        return [*super().collect_usage_pieces(ctx), "[-- PYTEST_ARGS]"]
+
+
+@app.command(
+    "test",
+    cls=_PassThroughCommand,
+    epilog=examples("kscaffold test", "kscaffold test path/to/my-kernel -- -x -k out"),
+)
+@reports_errors
+def test_command(
+    ctx: typer.Context,
+    path: ProjectPath = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Build and test only this backend (cpu or cuda).")
+    ] = None,
+) -> None:
+    """Build what changed, then run the project's tests against build/ (pytest args after --)."""
+    from scaffold.build_progress import ConsoleBuildReporter
+    from scaffold.project_tests import prepare_project_tests
+
+    reporter = ConsoleBuildReporter(console, error_console)
+    try:
+        tests = prepare_project_tests(
+            _project(path),
+            pytest_args=ctx.meta.get(_PYTEST_ARGS, []),
+            backend=backend,
+            reporter=reporter,
+        )
+    finally:
+        reporter.close()
+    python, _ = tool_commands()
+    console.print(tests.describe(), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"$ {python} {shlex.join(tests.command[1:])}", markup=False, highlight=False)
+    console.file.flush()
+    status = tests.run()
+    verdict = "passed" if status == 0 else f"failed (pytest exited {status})"
+    console.print(
+        f"kscaffold test {verdict}. {tests.describe()}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(status)
+
+
+@app.command(epilog=examples("kscaffold clean --dry-run", "kscaffold clean --all"))
 @reports_errors
 def clean(
     path: ProjectPath = None,
@@ -236,7 +324,7 @@ def clean(
     print_clean_report(console, report)
 
 
-@app.command()
+@app.command(epilog=examples("kscaffold check", "kscaffold check path/to/my-kernel"))
 @reports_errors
 def check(path: ProjectPath = None) -> None:
     """Check that a project is ready to release; exit 1 if anything must be fixed first."""
@@ -246,7 +334,11 @@ def check(path: ProjectPath = None) -> None:
         raise typer.Exit(1)
 
 
-@app.command()
+@app.command(
+    epilog=examples(
+        "kscaffold publish 1.0.0 --dry-run", "kscaffold publish 1.2.0 --repo-id my-org/my-kernel"
+    )
+)
 @reports_errors
 def publish(
     version: Annotated[

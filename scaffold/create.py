@@ -18,7 +18,13 @@ from typing import Any
 from scaffold import gitutil
 from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
 from scaffold.evolve import baseline_ref
-from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
+from scaffold.names import (
+    DEFAULT_BACKENDS,
+    KernelName,
+    parse_backends,
+    parse_license,
+    parse_repo_owner,
+)
 from scaffold.template import STAGING_PREFIX, render, template_dir
 
 #: Worked examples the template can start from, besides the default op.
@@ -30,7 +36,7 @@ class ProjectSpec:
     """Everything ``kscaffold new`` needs to know, validated on construction."""
 
     name: KernelName
-    backends: tuple[str, ...] = ("cuda",)
+    backends: tuple[str, ...] = DEFAULT_BACKENDS
     example: str | None = None
     owner: str | None = None
     license: str = "apache-2.0"
@@ -42,7 +48,7 @@ class ProjectSpec:
         cls,
         name: str,
         *,
-        backends: Sequence[str] | str = ("cuda",),
+        backends: Sequence[str] | str = DEFAULT_BACKENDS,
         example: str | None = None,
         owner: str | None = None,
         license: str = "apache-2.0",

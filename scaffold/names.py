@@ -14,6 +14,10 @@ _REPO_OWNER_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9
 #: Backends kscaffold can generate, build and test, in their canonical order.
 SUPPORTED_BACKENDS: tuple[str, ...] = ("cuda", "cpu")
 
+#: What ``kscaffold new`` generates unless told otherwise: both, so the same project builds and
+#: tests green on a laptop (CPU) and on a GPU box (CUDA too).
+DEFAULT_BACKENDS: tuple[str, ...] = ("cuda", "cpu")
+
 #: License identifiers of the Hub's model-card metadata that a kernel is commonly released under.
 KNOWN_LICENSES: tuple[str, ...] = (
     "apache-2.0",

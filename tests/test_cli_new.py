@@ -33,8 +33,10 @@ def test_new_creates_a_committed_project(tmp_path: Path) -> None:
     assert code == 0, output
     project = tmp_path / "my-kernel"
     assert (project / "build.toml").is_file()
+    # Default backends: both, so the same project tests green with and without a GPU.
     assert (project / "csrc" / "cuda" / "relu.cu").is_file()
-    assert not (project / "csrc" / "cpu").exists()  # default backend: cuda only
+    assert (project / "csrc" / "cpu" / "relu.cpp").is_file()
+    assert 'backends = ["cuda", "cpu"]' in (project / "build.toml").read_text()
     assert run(["git", "status", "--porcelain"], cwd=project) == ""
     assert run(["git", "log", "--oneline"], cwd=project).count("\n") == 1
 

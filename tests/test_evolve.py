@@ -185,7 +185,7 @@ def test_update_merges_a_newer_template_into_an_edited_project(
     shutil.copytree(current, older)
     flake = older / "project" / "flake.nix.jinja"
     flake.write_text(
-        flake.read_text().replace("# Test dependencies", "# Old wording for test deps")
+        flake.read_text().replace("# What tests/ imports", "# Old wording for test deps")
     )
     gitignore = older / "project" / ".gitignore"
     gitignore.write_text(gitignore.read_text().replace("/result\n", ""))
@@ -200,7 +200,7 @@ def test_update_merges_a_newer_template_into_an_edited_project(
 
     report = update_project(project)
     assert sorted(report.written) == [".gitignore", "flake.nix"]
-    assert "# Test dependencies" in (project / "flake.nix").read_text()
+    assert "# What tests/ imports" in (project / "flake.nix").read_text()
     ignored = (project / ".gitignore").read_text().splitlines()
     assert "/result" in ignored and "/my-scratch/" in ignored
     for path, content in edited.items():
@@ -240,7 +240,8 @@ def replace_with_user_op(project: Path) -> None:
 def test_add_backend_to_a_user_op_writes_a_skeleton(tmp_path: Path) -> None:
     import tomllib
 
-    project = create_project(ProjectSpec.parse("my-kernel"), tmp_path / "my-kernel")
+    spec = ProjectSpec.parse("my-kernel", backends="cuda")
+    project = create_project(spec, tmp_path / "my-kernel")
     replace_with_user_op(project)
 
     add_backend(project, "cpu")

@@ -215,7 +215,8 @@ def test_example_script_reports_an_unreadable_image(img2gray_cpu: Path, tmp_path
 def test_skeleton_for_a_user_op_compiles_registers_and_names_the_file(tmp_path: Path) -> None:
     from tests.test_evolve import replace_with_user_op
 
-    project = create_project(ProjectSpec.parse("my-kernel"), tmp_path / "my-kernel")
+    spec = ProjectSpec.parse("my-kernel", backends="cuda")
+    project = create_project(spec, tmp_path / "my-kernel")
     replace_with_user_op(project)
     add_backend(project, "cpu")
     commit_all(project, "add the cpu backend")

@@ -49,6 +49,7 @@ def expected_files(spec: ProjectSpec) -> set[str]:
         "build.toml",
         "example.py",
         "flake.nix",
+        "requirements-dev.txt",
         "ruff.toml",
         "benchmarks/benchmark.py",
         "benchmarks/harness.py",

@@ -12,7 +12,7 @@
     kernel-builder.lib.genKernelFlakeOutputs {
       inherit self;
       path = ./.;
-      # Test dependencies for the tests/ that the Nix build runs.
-      pythonCheckInputs = ps: with ps; [ pillow ];
+      # What tests/ imports besides pytest, torch and kernels: requirements-dev.txt's list.
+      pythonCheckInputs = ps: with ps; [ numpy pillow ];
     };
 }

@@ -15,6 +15,7 @@ from scaffold.buildconfig import BUILD_TOML, BuildConfig, load_build_config
 from scaffold.compiler.archs import ArchPolicy, make_arch_policy
 from scaffold.compiler.compdb import COMPDB_NAME, update_compile_commands
 from scaffold.compiler.deps import resolve_dependencies
+from scaffold.compiler.devarchs import development_archs
 from scaffold.compiler.install import install_variant, python_files, remove_stale_libraries
 from scaffold.compiler.ninjafile import write_if_changed, write_scratch_files
 from scaffold.compiler.plan import Toolchain, VariantPlan, plan_variant
@@ -71,6 +72,7 @@ def build_project(
     cuda_archs: Sequence[str] | None = None,
     jobs: int | None = None,
     reporter: BuildReporter | None = None,
+    release: bool = False,
 ) -> list[BuildResult]:
     """Build every backend of ``project`` this machine can build, or only ``backend``.
 
@@ -78,6 +80,9 @@ def build_project(
     and nvcc is found (otherwise it is skipped with a note). Asking for ``backend="cuda"`` or
     giving ``cuda_archs`` makes a missing CUDA toolchain an error. ``cuda_archs`` (``"9.0"``,
     ``"9.0a"``, ``"12.0+PTX"``) overrides the archs chosen as :class:`ArchPolicy` describes.
+    Without them and without a visible GPU, a development build compiles one arch per CUDA
+    kernel (:func:`~scaffold.compiler.devarchs.development_archs`, said in a note); ``release``
+    compiles every arch the release carries instead, whatever GPU is visible.
     Compiles incrementally in ``.kscaffold/build/<variant>/`` and writes ``build/<variant>/``,
     ``compile_commands.json`` and the record of generated files.
     """
@@ -87,6 +92,11 @@ def build_project(
         raise ToolchainError(f"kscaffold build runs on Linux only, not on {platform.system()}.")
     if jobs is not None and jobs < 1:
         raise InvalidOptionError(f"--jobs must be at least 1, not {jobs}.")
+    if release and cuda_archs is not None:
+        raise InvalidOptionError(
+            "Give --release or --cuda-archs, not both: --release compiles every arch the "
+            "release carries, --cuda-archs exactly the archs listed."
+        )
     config = load_build_config(project)
     if config.framework not in ("torch", "torch-noarch"):
         raise ToolchainError(
@@ -98,7 +108,9 @@ def build_project(
     _usable_folder(project, project / "build", create=False)
     _usable_folder(project, state, create=True)
     with _build_lock(state, reporter):
-        return _build_locked(project, config, state, backend, cuda_archs, jobs, reporter)
+        return _build_locked(
+            project, config, state, backend, cuda_archs, jobs, reporter, release=release
+        )
 
 
 def _usable_folder(project: Path, folder: Path, *, create: bool) -> None:
@@ -145,6 +157,8 @@ def _build_locked(
     cuda_archs: Sequence[str] | None,
     jobs: int | None,
     reporter: BuildReporter,
+    *,
+    release: bool,
 ) -> list[BuildResult]:
     if config.is_noarch:
         return _build_noarch(config, backend, cuda_archs, reporter)
@@ -168,7 +182,11 @@ def _build_locked(
         cxx_runtime=shared_cxx_runtime(cxx),
     )
     ninja = find_ninja()
-    archs = _arch_policy(toolkit, cuda_archs) if toolkit is not None else None
+    archs = (
+        _arch_policy(config, toolkit, cuda_archs, release=release, reporter=reporter)
+        if toolkit is not None
+        else None
+    )
 
     sources = [project / BUILD_TOML, *(project / s for s in config.source_files())]
     uid = project_uid(project, [*sources, *python_files(config)], state)
@@ -246,9 +264,9 @@ def _select_backends(
         wanted = [requested]
     else:
         wanted = [name for name in SUPPORTED_BACKENDS if name in config.backends]
-        others = [name for name in config.backends if name not in SUPPORTED_BACKENDS]
-        for name in others:
-            reporter.note(f"Skipping the {name} backend: {_why_not(name)}.")
+        for name in config.backends:
+            if name not in SUPPORTED_BACKENDS:
+                reporter.backend_skipped(name, f"{_why_not(name)}.")
     if cuda_archs is not None and "cuda" not in wanted:
         raise InvalidOptionError(
             f"CUDA archs were given, but this build has no cuda backend ({BUILD_TOML} declares "
@@ -265,7 +283,7 @@ def _select_backends(
         except ToolchainError as error:
             if requested == "cuda" or cuda_archs is not None or len(wanted) == 1:
                 raise
-            reporter.note(f"Skipping the cuda backend: {error}")
+            reporter.backend_skipped(name, str(error))
     return selected
 
 
@@ -420,12 +438,28 @@ def _cuda_toolchain(torch: TorchInstall) -> CudaToolkit:
     return toolkit
 
 
-def _arch_policy(toolkit: CudaToolkit, requested: Sequence[str] | None) -> ArchPolicy:
+def _arch_policy(
+    config: BuildConfig,
+    toolkit: CudaToolkit,
+    requested: Sequence[str] | None,
+    *,
+    release: bool,
+    reporter: BuildReporter,
+) -> ArchPolicy:
+    supported = nvcc_supported_archs(toolkit.nvcc)
+    # A release ignores the visible GPU; a development build without one requests one arch.
+    gpus: tuple[tuple[int, int], ...] = ()
+    if requested is None and not release:
+        gpus = visible_gpu_capabilities()
+        if not gpus:
+            development = development_archs(
+                config.kernels_for("cuda"), supported=supported, cuda_version=toolkit.version
+            )
+            if development is not None:
+                requested = development.requested
+                reporter.note(development.describe())
     return make_arch_policy(
-        requested,
-        supported=nvcc_supported_archs(toolkit.nvcc),
-        cuda_version=toolkit.version,
-        visible_gpus=visible_gpu_capabilities,
+        requested, supported=supported, cuda_version=toolkit.version, visible_gpus=lambda: gpus
     )
 
 

@@ -21,6 +21,10 @@ class BuildReporter:
     def note(self, message: str) -> None:
         """Something worth telling the user, e.g. a backend skipped and why."""
 
+    def backend_skipped(self, backend: str, reason: str) -> None:
+        """A declared backend is not built, e.g. for want of nvcc; shown as a note by default."""
+        self.note(f"Skipping the {backend} backend: {reason}")
+
     def variant_started(self, backend: str, variant: str) -> None:
         """Compiling ``variant`` starts (ninja is about to run)."""
 

@@ -1,0 +1,48 @@
+"""What to type next: commands printed for the user's shell, runnable exactly as printed."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from scaffold.project_tests import REQUIREMENTS_FILE
+
+
+def _on_path_here(command: str, folder: Path) -> bool:
+    """Whether ``command`` typed in this shell runs the one in ``folder``."""
+    found = shutil.which(command)
+    return found is not None and os.path.samefile(Path(found).parent, folder)
+
+
+def tool_commands() -> tuple[str, str]:
+    """How to call this Python and kscaffold from the user's shell: short names when they work.
+
+    In an activated virtual environment that is ``python`` and ``kscaffold``; when kscaffold runs
+    from a venv that is not on ``PATH`` (``.venv/bin/kscaffold new ...``), their full paths.
+    """
+    folder = Path(sys.executable).parent
+    python = "python" if _on_path_here("python", folder) else shlex.quote(sys.executable)
+    if _on_path_here("kscaffold", folder):
+        kscaffold = "kscaffold"
+    elif (folder / "kscaffold").is_file():
+        kscaffold = shlex.quote(str(folder / "kscaffold"))
+    else:  # run from a source checkout, `python -m scaffold`
+        kscaffold = f"{python} -m scaffold"
+    return python, kscaffold
+
+
+def next_steps(project: Path) -> str:
+    """The commands that take a new project to its first green tests, joined with ``&&``."""
+    project = project.resolve()
+    try:
+        folder = str(project.relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        folder = str(project)
+    python, kscaffold = tool_commands()
+    return (
+        f"cd {shlex.quote(folder)} && {python} -m pip install -r {REQUIREMENTS_FILE} && "
+        f"{kscaffold} test"
+    )
