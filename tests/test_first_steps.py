@@ -195,15 +195,33 @@ def requirement_names(project: Path) -> set[str]:
     return names
 
 
+def _optional_imports(tree: ast.AST) -> set[int]:
+    """ids of the import nodes guarded by ``except ImportError`` (optional extras)."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            isinstance(handler.type, ast.Name) and handler.type.id == "ImportError"
+            for handler in node.handlers
+        ):
+            guarded |= {id(inner) for part in node.body for inner in ast.walk(part)}
+    return guarded
+
+
 def third_party_imports(project: Path) -> set[str]:
-    local = {"tests", "my_kernel"}
-    found = set()
-    for path in [
+    sources = [
         *project.glob("tests/*.py"),
         *project.glob("benchmarks/*.py"),
         project / "example.py",
-    ]:
-        for node in ast.walk(ast.parse(path.read_text())):
+    ]
+    # The project's own modules: its package and the scripts beside each other (benchmarks/harness).
+    local = {"tests", "my_kernel", *(path.stem for path in sources)}
+    found = set()
+    for path in sources:
+        tree = ast.parse(path.read_text())
+        optional = _optional_imports(tree)
+        for node in ast.walk(tree):
+            if id(node) in optional:
+                continue
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
