@@ -196,7 +196,7 @@ def requirement_names(project: Path) -> set[str]:
 
 
 def _optional_imports(tree: ast.AST) -> set[int]:
-    """ids of the import nodes guarded by ``except ImportError`` (optional extras)."""
+    """The ids of the import nodes guarded by ``except ImportError`` (optional extras)."""
     guarded: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try) and any(

@@ -70,7 +70,7 @@ def test_concurrent_builds_take_turns_on_the_project_lock(
         def note(self, message: str) -> None:
             notes.append(message)
 
-    def locked_build(*args: object) -> list[api.BuildResult]:
+    def locked_build(*args: object, **kwargs: object) -> list[api.BuildResult]:
         held.append(time.monotonic())
         return []
 
