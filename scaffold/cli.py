@@ -177,7 +177,8 @@ def add_backend_command(
     """Add a backend to a project, keeping every edit you made."""
     report = add_backend(_project(path), backend, markers=conflict_markers)
     _print_evolve_report(report)
-    console.print(f"Added the {backend} backend. Next: kscaffold test")
+    _, kscaffold = tool_commands()
+    console.print(f"Added the {backend} backend. Next: {kscaffold} test", markup=False)
 
 
 @app.command(epilog=examples("kscaffold update", "kscaffold update path/to/my-kernel"))

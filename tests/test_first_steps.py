@@ -250,8 +250,28 @@ def test_requirements_cover_every_import_and_match_the_flake(
     assert set(match[1].split()) == required - {"pytest", "torch", "kernels"}
     if example == "img2gray":
         assert {"numpy", "pillow"} <= required
+
+
+def card_commands(project: Path) -> list[str]:
+    """The commands of the card's "Build and test locally" block, without their comments."""
     card = (project / "README.md").read_text()
-    assert "pip install -r requirements-dev.txt" in card and "kscaffold test" in card
+    section = card[card.index("## Build and test locally") :]
+    start = section.index("```bash\n") + len("```bash\n")
+    block = section[start : section.index("\n```", start)]
+    return [line.split("  #")[0].strip() for line in block.splitlines()]
+
+
+@pytest.mark.parametrize("backends", ["cuda,cpu", "cpu"])
+def test_card_starts_with_the_hints_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backends: str
+) -> None:
+    project = rendered(tmp_path, backends=backends)
+    monkeypatch.setattr("scaffold.hints.tool_commands", lambda: ("python", "kscaffold"))
+    monkeypatch.chdir(project)
+    hint = next_steps(project).split(" && ")
+    assert hint[0] == "cd ." and card_commands(project)[:2] == hint[1:], card_commands(project)
+    card = (project / "README.md").read_text()
+    assert ("kscaffold build --release" in card) == ("cuda" in backends)
 
 
 def test_requirements_file_does_not_clash_with_kernel_builders_files(tmp_path: Path) -> None:
