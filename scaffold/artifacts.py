@@ -343,8 +343,12 @@ class _Scanner:
                 if path.is_symlink():  # a link: never followed, only the link itself is judged
                     self.file(relative, path)
                     continue
-                ours = base == self.project and name in {BUILD_DIR, *TOOL_FOLDERS}
-                if not ours and is_foreign_folder(path):
+                top = PurePosixPath(relative).parts[0]
+                # Inside build/ and kscaffold's own folders a setup.py marks no project of its own.
+                within_ours = top in {BUILD_DIR, *TOOL_FOLDERS}
+                if within_ours and name in FOREIGN_FOLDER_NAMES and base != self.project:
+                    continue
+                if not within_ours and is_foreign_folder(path):
                     # git's data, a virtual environment, a project of its own: never ours.
                     continue
                 if relative in self.tracked:  # a submodule
