@@ -569,3 +569,23 @@ def test_publish_end_to_end_get_kernel_resolves_the_release_offline(tmp_path: Pa
     assert "loaded" in loaded.stdout
     # The loader's own validators accept it: no dirty-tree warning.
     assert "dirty" not in loaded.stderr, loaded.stderr
+
+    # kernel-builder's `nix run .#ci-test`: the sources without build/, LOCAL_KERNELS naming
+    # the Nix output (variant folders), `pytest tests -m kernels_ci -p no:cacheprovider`.
+    source = tmp_path / "nix-source"
+    shutil.copytree(project / "tests", source / "tests")
+    shutil.copy(project / "build.toml", source / "build.toml")
+    shutil.copytree(project / "csrc", source / "csrc")
+    output = tmp_path / "nix-output"
+    shutil.copytree(result.variant_dir, output / result.variant)
+    env["LOCAL_KERNELS"] = f"{REPO}={output}"
+    ci_test = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-m", "kernels_ci", "-p", "no:cacheprovider"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ci_test.returncode == 0, ci_test.stdout + ci_test.stderr
+    assert re.search(r"\d+ passed", ci_test.stdout), ci_test.stdout
