@@ -325,6 +325,34 @@ def test_publish_refuses_an_abi_violation_and_check_names_file_and_fix(
     assert "outside the limited Python API" in result.output and "fix:" in result.output
 
 
+def test_newer_libstdcxx_is_a_warning_for_a_local_build_and_refused_in_a_nix_build(
+    ready: Path, tmp_path: Path
+) -> None:
+    from scaffold.checks import check_project
+
+    source = tmp_path / "newer.cpp"
+    source.write_text(
+        "#include <sstream>\n#include <string>\n"
+        "std::string f(int v) { std::ostringstream s; s << v; return std::move(s).str(); }\n"
+    )
+    run(["g++", "-std=c++20", "-shared", "-fPIC", "-o", tmp_path / "newer.so", source])
+    shutil.rmtree(ready / "build" / SIMULATED_VARIANT)
+    variant = write_variant(ready, library=(tmp_path / "newer.so").read_bytes())
+    (local,) = [f for f in check_project(ready) if f.location.endswith(".abi3.so")]
+    assert local.severity == "warning" and "need GLIBCXX 3.4.29" in local.message
+    assert "manylinux_2_28" in local.message and "nix run .#build-and-copy" in local.fix
+    plan = release(ready, FakeHubState(), dry_run=True)
+    assert any("GLIBCXX 3.4.29" in warning for warning in plan.warnings)
+
+    metadata = json.loads((variant / "metadata.json").read_text())
+    metadata["provenance"]["kernel-builder"] = {"version": "0.17.2"}  # as a Nix build says
+    (variant / "metadata.json").write_text(json.dumps(metadata))
+    state = FakeHubState()
+    with pytest.raises(PublishError, match="need GLIBCXX 3.4.29"):
+        release(ready, state, allow_local_build=False)
+    assert state.calls == []
+
+
 def test_publish_refuses_a_local_build_without_allow_local_build(ready: Path) -> None:
     state = FakeHubState()
     with pytest.raises(
