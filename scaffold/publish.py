@@ -268,6 +268,12 @@ def plan_release(
     statuses = [_inspect(project, variant) for variant in variant_dirs]
     for status in statuses:
         where = f"build/{status.variant}"
+        if (status.name, status.version) != (config.name.name, config.version):
+            raise PublishError(
+                f"{where} is a build of {status.name} version {status.version}, not of "
+                f"build.toml's {config.name.name} version {config.version}: rebuild (or remove "
+                "it), then publish."
+            )
         if status.dirty:
             raise PublishError(
                 f"{where} was built from uncommitted sources (outside git: sources changed "

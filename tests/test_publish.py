@@ -282,6 +282,16 @@ def test_publish_refuses_a_dirty_build(ready: Path) -> None:
     assert state.calls == []
 
 
+def test_publish_refuses_a_variant_of_another_major_version(ready: Path) -> None:
+    toml = ready / "build.toml"
+    toml.write_text(toml.read_text().replace("version = 1\n", "version = 2\n", 1))
+    git(ready, "commit", "--quiet", "-am", "version 2")
+    state = FakeHubState()
+    with pytest.raises(PublishError, match="is a build of my-kernel version 1, not of build.toml"):
+        release(ready, state, "2.0.0")
+    assert state.calls == []
+
+
 def test_publish_refuses_a_tampered_library(ready: Path) -> None:
     library = next((ready / "build" / SIMULATED_VARIANT).glob("*.abi3.so"))
     library.write_bytes(library.read_bytes() + b"\0")
