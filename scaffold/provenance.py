@@ -64,6 +64,9 @@ class VariantStatus:
     """What a release needs to know about one ``build/<variant>/``."""
 
     variant: str
+    #: ``name`` and ``version`` as the metadata records them.
+    name: str
+    version: int
     #: Built from uncommitted sources (or, outside git, sources changed since the first build).
     dirty: bool
     #: The builder named in ``provenance`` (None when the metadata has no provenance).
@@ -95,4 +98,12 @@ def inspect_variant(variant: Path) -> VariantStatus:
             metadata.digest.validate(Digest.hash_variant(metadata.digest.algorithm, variant))
         except DigestValidationError as error:
             problems = tuple(str(violation) for violation in error.violations)
-    return VariantStatus(variant.name, dirty, builder, problems, metadata.digest is not None)
+    return VariantStatus(
+        variant.name,
+        str(metadata.name),
+        int(metadata.version),
+        dirty,
+        builder,
+        problems,
+        metadata.digest is not None,
+    )

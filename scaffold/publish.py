@@ -172,7 +172,7 @@ def upload_candidates(project: Path, paths: list[str]) -> list[str]:
     if gitutil.is_inside_work_tree(project):
         tracked = gitutil.run_git(project, "ls-files", "-z", "--", *paths).stdout.split("\0")
         return [path for path in paths if path in set(tracked)]
-    spec = ignore_spec(project)
+    spec = ignore_spec(project, paths)
     return [path for path in paths if not spec.match_file(path)]
 
 
@@ -196,15 +196,21 @@ ALWAYS_IGNORED = (
 )
 
 
-def ignore_spec(project: Path) -> Any:
-    """A ``pathspec`` matcher of the project's ``.gitignore`` files plus :data:`ALWAYS_IGNORED`."""
+def ignore_spec(project: Path, paths: list[str]) -> Any:
+    """A ``pathspec`` matcher of what outside git is never uploaded among ``paths``.
+
+    :data:`ALWAYS_IGNORED`, then every ``.gitignore`` that applies to ``paths`` (the project's
+    and those of the folders on the way), read as git reads them.
+    """
     import pathspec
 
+    folders = sorted({parent for path in paths for parent in Path(path).parents})
     lines = list(ALWAYS_IGNORED)
-    for gitignore in sorted(project.rglob(".gitignore")):
-        if not gitignore.is_file() or gitignore.is_symlink():
+    for folder in folders:
+        gitignore = project / folder / ".gitignore"
+        if gitignore.is_symlink() or not gitignore.is_file():
             continue
-        base = gitignore.parent.relative_to(project).as_posix()
+        base = folder.as_posix()
         for raw in gitignore.read_text(encoding="utf-8", errors="replace").splitlines():
             line = raw.strip()
             if not line or line.startswith("#"):
@@ -262,10 +268,16 @@ def plan_release(
     statuses = [_inspect(project, variant) for variant in variant_dirs]
     for status in statuses:
         where = f"build/{status.variant}"
+        if (status.name, status.version) != (config.name.name, config.version):
+            raise PublishError(
+                f"{where} is a build of {status.name} version {status.version}, not of "
+                f"build.toml's {config.name.name} version {config.version}: rebuild (or remove "
+                "it), then publish."
+            )
         if status.dirty:
             raise PublishError(
-                f"{where} was built from uncommitted sources: commit your changes, rebuild, "
-                "then publish."
+                f"{where} was built from uncommitted sources (outside git: sources changed "
+                "since the first build): commit your changes, rebuild, then publish."
             )
         if not status.has_digest:
             raise PublishError(

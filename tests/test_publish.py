@@ -277,8 +277,18 @@ def test_publish_refuses_a_dirty_build(ready: Path) -> None:
     shutil.rmtree(ready / "build" / SIMULATED_VARIANT)
     write_variant(ready, uid="abc1234_dirty")
     state = FakeHubState()
-    with pytest.raises(PublishError, match="built from uncommitted sources: commit"):
+    with pytest.raises(PublishError, match=r"built from uncommitted sources .*: commit"):
         release(ready, state)
+    assert state.calls == []
+
+
+def test_publish_refuses_a_variant_of_another_major_version(ready: Path) -> None:
+    toml = ready / "build.toml"
+    toml.write_text(toml.read_text().replace("version = 1\n", "version = 2\n", 1))
+    git(ready, "commit", "--quiet", "-am", "version 2")
+    state = FakeHubState()
+    with pytest.raises(PublishError, match="is a build of my-kernel version 1, not of build.toml"):
+        release(ready, state, "2.0.0")
     assert state.calls == []
 
 
@@ -323,6 +333,34 @@ def test_publish_refuses_an_abi_violation_and_check_names_file_and_fix(
     assert result.exit_code == 1, result.output
     assert f"error build/{SIMULATED_VARIANT}/_my_kernel_cpu_abc1234.abi3.so" in result.output
     assert "outside the limited Python API" in result.output and "fix:" in result.output
+
+
+def test_newer_libstdcxx_is_a_warning_for_a_local_build_and_refused_in_a_nix_build(
+    ready: Path, tmp_path: Path
+) -> None:
+    from scaffold.checks import check_project
+
+    source = tmp_path / "newer.cpp"
+    source.write_text(
+        "#include <sstream>\n#include <string>\n"
+        "std::string f(int v) { std::ostringstream s; s << v; return std::move(s).str(); }\n"
+    )
+    run(["g++", "-std=c++20", "-shared", "-fPIC", "-o", tmp_path / "newer.so", source])
+    shutil.rmtree(ready / "build" / SIMULATED_VARIANT)
+    variant = write_variant(ready, library=(tmp_path / "newer.so").read_bytes())
+    (local,) = [f for f in check_project(ready) if f.location.endswith(".abi3.so")]
+    assert local.severity == "warning" and "need GLIBCXX 3.4.29" in local.message
+    assert "manylinux_2_28" in local.message and "nix run .#build-and-copy" in local.fix
+    plan = release(ready, FakeHubState(), dry_run=True)
+    assert any("GLIBCXX 3.4.29" in warning for warning in plan.warnings)
+
+    metadata = json.loads((variant / "metadata.json").read_text())
+    metadata["provenance"]["kernel-builder"] = {"version": "0.17.2"}  # as a Nix build says
+    (variant / "metadata.json").write_text(json.dumps(metadata))
+    state = FakeHubState()
+    with pytest.raises(PublishError, match="need GLIBCXX 3.4.29"):
+        release(ready, state, allow_local_build=False)
+    assert state.calls == []
 
 
 def test_publish_refuses_a_local_build_without_allow_local_build(ready: Path) -> None:
@@ -569,3 +607,23 @@ def test_publish_end_to_end_get_kernel_resolves_the_release_offline(tmp_path: Pa
     assert "loaded" in loaded.stdout
     # The loader's own validators accept it: no dirty-tree warning.
     assert "dirty" not in loaded.stderr, loaded.stderr
+
+    # kernel-builder's `nix run .#ci-test`: the sources without build/, LOCAL_KERNELS naming
+    # the Nix output (variant folders), `pytest tests -m kernels_ci -p no:cacheprovider`.
+    source = tmp_path / "nix-source"
+    shutil.copytree(project / "tests", source / "tests")
+    shutil.copy(project / "build.toml", source / "build.toml")
+    shutil.copytree(project / "csrc", source / "csrc")
+    output = tmp_path / "nix-output"
+    shutil.copytree(result.variant_dir, output / result.variant)
+    env["LOCAL_KERNELS"] = f"{REPO}={output}"
+    ci_test = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-m", "kernels_ci", "-p", "no:cacheprovider"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ci_test.returncode == 0, ci_test.stdout + ci_test.stderr
+    assert re.search(r"\d+ passed", ci_test.stdout), ci_test.stdout

@@ -94,14 +94,17 @@ def check_abi(context: Context) -> list[Finding]:
         by_dep: dict[str, list[str]] = defaultdict(list)
         for needed in glibc:
             by_dep[needed.dep].append(needed.version)
-        for dep, versions in sorted(by_dep.items()):
-            newest = max(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
-            make = error if not _is_local_build(library.parent) else warning
+        if by_dep:
+            newest = ", ".join(
+                f"{dep} {max(versions, key=lambda v: tuple(int(p) for p in v.split('.')))}"
+                for dep, versions in sorted(by_dep.items())
+            )
+            make = warning if _is_local_build(library.parent) else error
             findings.append(
                 make(
                     where,
-                    f"{len(versions)} symbol(s) need {dep} {newest}, newer than {MANYLINUX} "
-                    f"allows: this build loads only on systems with that {dep} or newer.",
+                    f"{len(glibc)} symbol(s) need {newest}, newer than {MANYLINUX} allows "
+                    f"(e.g. {glibc[0].name}): this build loads only on systems that new.",
                     "Build the release with kernel-builder's Nix build (`nix run "
                     ".#build-and-copy -L`), which targets manylinux_2_28.",
                 )
