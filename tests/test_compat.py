@@ -291,3 +291,18 @@ def test_legacy_project_cuda_tables_get_their_own_sass(legacy: Path) -> None:
     assert "sm_90a" in listing and "sm_100" not in listing, listing
     metadata = json.loads((result.variant_dir / "metadata.json").read_text())
     assert metadata["backend"] == {"type": "cuda", "archs": ["9.0a"]}
+
+
+def test_an_op_registered_only_for_another_device_is_by_design(legacy: Path) -> None:
+    # A CPU-only helper op in the CUDA variant (weight preprocessing, as quantization kernels do).
+    binding = legacy / "torch-ext" / "torch_binding.cpp"
+    text = binding.read_text().replace(
+        "#if defined(CPU_KERNEL)\nSTABLE", "#if defined(CPU_KERNEL) || defined(CUDA_KERNEL)\nSTABLE"
+    )
+    text = text.replace(
+        '#else\n  ops.def("scale',
+        '  ops.def("shift(Tensor! out, Tensor input) -> ()");\n#else\n  ops.def("scale',
+    )
+    binding.write_text(text)
+    findings = check_project(legacy)
+    assert not [f for f in findings if f.is_error], describe(findings)
