@@ -218,7 +218,7 @@ def test_noarch_builds_one_variant_per_backend_without_compiling(tmp_path: Path)
     project = write_noarch_project(tmp_path / "pure-gelu")
     (project / "flake.nix").write_text(FLAKE, encoding="utf-8")
     results = build_project(project)
-    assert [(r.variant, r.compiled, r.linked) for r in results] == [
+    assert [(r.variant, r.compiled, r.native) for r in results] == [
         ("torch-cpu", (), False),
         ("torch-cuda", (), False),
     ]

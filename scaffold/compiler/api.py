@@ -53,6 +53,8 @@ class BuildResult:
     #: Sources compiled by this build (project-relative); empty when all were up to date.
     compiled: tuple[str, ...]
     linked: bool
+    #: False for a pure-Python ([torch-noarch]) variant, which has nothing to compile.
+    native: bool = True
 
     @property
     def recompiled(self) -> bool:
@@ -322,6 +324,7 @@ def _build_noarch(
                 archs=config.torch.noarch_archs.get(name, ()),
                 compiled=(),
                 linked=False,
+                native=False,
             )
             reporter.variant_finished(result)
             results.append(result)
