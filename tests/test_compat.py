@@ -21,7 +21,7 @@ from scaffold.compiler.archs import make_arch_policy
 from scaffold.compiler.plan import Toolchain, plan_variant, torch_target_version
 from scaffold.compiler.toolchain import CudaToolkit
 from scaffold.compiler.variant import ops_name, variant_name
-from scaffold.errors import CompileError, ToolchainError
+from scaffold.errors import CompileError, InvalidOptionError, ToolchainError
 from scaffold.preprocessor import Build, ConditionalMap, evaluate, exclusive, possible
 from tests.compat_projects import write_legacy_project, write_metal_project, write_noarch_project
 from tests.helpers import run, run_with_kernel
@@ -306,3 +306,18 @@ def test_an_op_registered_only_for_another_device_is_by_design(legacy: Path) -> 
     binding.write_text(text)
     findings = check_project(legacy)
     assert not [f for f in findings if f.is_error], describe(findings)
+
+
+def test_what_does_not_apply_to_noarch_or_tvm_ffi_is_refused(tmp_path: Path) -> None:
+    project = write_noarch_project(tmp_path / "pure-gelu")
+    with pytest.raises(
+        InvalidOptionError, match=r"--cuda-archs does not apply: .*\[torch-noarch\]"
+    ):
+        build_project(project, cuda_archs=["9.0"])
+    toml = project / "build.toml"
+    toml.write_text(
+        toml.read_text().split("[torch-noarch]")[0] + '[tvm-ffi]\nsrc = ["tvm-ffi-ext/b.cpp"]\n'
+    )
+    with pytest.raises(ToolchainError, match=r"declares a \[tvm-ffi\] kernel, which kscaffold"):
+        build_project(project)
+    assert not (project / "build").exists()
