@@ -321,3 +321,29 @@ def test_what_does_not_apply_to_noarch_or_tvm_ffi_is_refused(tmp_path: Path) -> 
     with pytest.raises(ToolchainError, match=r"declares a \[tvm-ffi\] kernel, which kscaffold"):
         build_project(project)
     assert not (project / "build").exists()
+
+
+def test_macro_made_names_and_packaged_headers_are_no_false_errors(legacy: Path) -> None:
+    binding = legacy / "torch-ext" / "torch_binding.cpp"
+    # Names pasted by the preprocessor cannot be read without it: they are not guessed at.
+    binding.write_text(
+        binding.read_text().replace(
+            "#if defined(CUDA_KERNEL)\n",
+            '#define DECLARE_VARIANT(N) ops.def("scale_" #N "d(Tensor x) -> Tensor");\n'
+            "  DECLARE_VARIANT(1)\n#if defined(CUDA_KERNEL)\n",
+            1,
+        )
+    )
+    # A header shipped as data of the Python package (pyext), e.g. for a JIT compiler.
+    toml = legacy / "build.toml"
+    toml.write_text(
+        toml.read_text().replace('pyext = ["py", "json"]', 'pyext = ["py", "json", "cuh"]')
+    )
+    (legacy / "torch-ext" / "compat_ops" / "jit").mkdir()
+    (legacy / "torch-ext" / "compat_ops" / "jit" / "tile.cuh").write_text("#pragma once\n")
+    findings = check_project(legacy)
+    assert not [f for f in findings if f.is_error], describe(findings)
+    # The same header outside the package is a source Nix would not copy.
+    (legacy / "csrc" / "tile.cuh").write_text("#pragma once\n")
+    errors = [f for f in check_project(legacy) if f.is_error]
+    assert [f.location for f in errors] == ["csrc/tile.cuh"], describe(errors)

@@ -236,6 +236,14 @@ def check_sources_exist(context: Context) -> list[Finding]:
 def _headers(context: Context) -> list[str]:
     generated = {artifact.path for artifact in context.artifacts.artifacts}
     generated |= {kept.path for kept in context.artifacts.kept if kept.tracked_artifact}
+    # Files of the Python package with a pyext suffix ship with it (Nix copies them too):
+    # headers there are data for a JIT compiler, not sources of the build.
+    package = f"torch-ext/{context.python_name}/" if context.python_name else None
+    torch = context.data.get("torch")
+    pyext = torch.get("pyext") if isinstance(torch, dict) else None
+    shipped = (
+        {f".{ext}" for ext in pyext if isinstance(ext, str)} if isinstance(pyext, list) else set()
+    )
     headers: list[str] = []
     for folder in ("csrc", "torch-ext"):
         root = context.project / folder
@@ -248,6 +256,7 @@ def _headers(context: Context) -> list[str]:
                 and path.is_file()
                 and relative not in _WRITTEN_BY_KERNEL_BUILDER
                 and not any(relative == g or relative.startswith(g + "/") for g in generated)
+                and not (package and relative.startswith(package) and path.suffix in shipped)
             ):
                 headers.append(relative)
     return headers
