@@ -285,7 +285,7 @@ def _build_noarch(
     if cuda_archs is not None:
         raise InvalidOptionError(
             f"--cuda-archs does not apply: {BUILD_TOML} declares a [torch-noarch] kernel, "
-            "which is not compiled (list its archs in [torch-noarch] cuda-capabilities)."
+            "which is not compiled (list its archs in [torch-noarch] cuda_capabilities)."
         )
     backends = list(config.backends)
     if requested is not None:
