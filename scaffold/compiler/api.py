@@ -74,7 +74,10 @@ def build_project(
     Without ``backend``, the CPU backend is always built and CUDA only when torch is a CUDA build
     and nvcc is found (otherwise it is skipped with a note). Asking for ``backend="cuda"`` or
     giving ``cuda_archs`` makes a missing CUDA toolchain an error. ``cuda_archs`` (``"9.0"``,
-    ``"9.0a"``, ``"12.0+PTX"``) overrides the archs chosen as :class:`ArchPolicy` describes.
+    ``"9.0a"``, ``"12.0+PTX"``) are the targets that each table's ``cuda-capabilities`` are
+    narrowed to, as :class:`ArchPolicy` describes. A backend in ``torch.stable-abi`` builds the
+    ``torch-stable-abi<NN>`` variant; a ``[torch-noarch]`` project compiles nothing and writes
+    ``build/torch-<backend>/`` for each declared backend.
     Compiles incrementally in ``.kscaffold/build/<variant>/`` and writes ``build/<variant>/``,
     ``compile_commands.json`` and the record of generated files.
     """
