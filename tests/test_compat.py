@@ -345,5 +345,7 @@ def test_macro_made_names_and_packaged_headers_are_no_false_errors(legacy: Path)
     assert not [f for f in findings if f.is_error], describe(findings)
     # The same header outside the package is a source Nix would not copy.
     (legacy / "csrc" / "tile.cuh").write_text("#pragma once\n")
+    shift = legacy / "csrc" / "cpu" / "shift.cpp"
+    shift.write_text('#include "tile.cuh"\n' + shift.read_text())
     errors = [f for f in check_project(legacy) if f.is_error]
     assert [f.location for f in errors] == ["csrc/tile.cuh"], describe(errors)
