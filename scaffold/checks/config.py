@@ -278,7 +278,10 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 def _included_names(context: Context) -> set[str]:
     """The file names that some #include of the project's sources names."""
     names: set[str] = set()
-    for folder in ("csrc", "torch-ext", *sorted({p.split("/")[0] for p in context.listed_files})):
+    tops = {PurePosixPath(path).parts[0] for path in context.listed_files if path.strip()}
+    for folder in sorted({"csrc", "torch-ext"} | tops):
+        if folder in ("..", ".") or PurePosixPath(folder).is_absolute():
+            continue  # outside the project: the src rule reports it
         root = context.project / folder
         files = root.rglob("*") if root.is_dir() else [root]
         for path in files:
