@@ -47,6 +47,8 @@ class ConsoleBuildReporter(BuildReporter):
     def variant_finished(self, result: BuildResult) -> None:
         self._stop()
         what = f"compiled {len(result.compiled)} file(s)" if result.recompiled else "up to date"
+        if not result.native:
+            what = "pure Python, nothing to compile"
         archs = f", CUDA archs {' '.join(result.archs)}" if result.archs else ""
         self._console.print(
             Text.assemble(

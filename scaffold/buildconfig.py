@@ -134,6 +134,8 @@ class BuildConfig:
     hub_repo_id: str | None
     torch: TorchSection
     kernels: tuple[KernelSection, ...]
+    #: ``general.<backend>.kernel-depends``, added to the general ones in that backend's variant.
+    backend_kernel_depends: Mapping[str, tuple[KernelDependency, ...]] = field(default_factory=dict)
     #: 4 for a file without ``edition`` (kernel-builder's legacy format), else 5.
     edition: int = 5
     #: Which framework table the project has: ``torch``, ``torch-noarch`` or ``tvm-ffi``.
@@ -155,6 +157,10 @@ class BuildConfig:
 
     def kernels_for(self, backend: str) -> tuple[KernelSection, ...]:
         return tuple(kernel for kernel in self.kernels if kernel.backend == backend)
+
+    def kernel_depends_for(self, backend: str) -> tuple[KernelDependency, ...]:
+        """The Hub kernels ``backend``'s variant depends on: general ones, then its own."""
+        return self.kernel_depends + self.backend_kernel_depends.get(backend, ())
 
     def python_depends_for(self, backend: str) -> tuple[str, ...]:
         extra = self.backend_python_depends.get(backend, ())
@@ -348,12 +354,18 @@ def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
     hub = general.opt_table("hub", _HUB_KEYS)
     cuda = general.opt_table("cuda", _GENERAL_CUDA_KEYS[edition])
     backend_depends: dict[str, tuple[str, ...]] = {}
-    if cuda is not None:
-        backend_depends["cuda"] = cuda.opt_str_list("python-depends") or ()
+    backend_kernels: dict[str, tuple[KernelDependency, ...]] = {}
+    tables = {"cuda": cuda} if cuda is not None else {}
     for section, keys in _GENERAL_OTHER_KEYS[edition].items():
         table = general.opt_table(section, keys)
         if table is not None:
-            backend_depends[section] = table.opt_str_list("python-depends") or ()
+            tables[section] = table
+    for section, table in tables.items():
+        backend_depends[section] = table.opt_str_list("python-depends") or ()
+        if "kernel-depends" in table.data:
+            backend_kernels[section] = _kernel_depends_of(
+                table.data["kernel-depends"], f"general.{section}.kernel-depends"
+            )
     kernel_tables = top.data.get("kernel", {})
     if not isinstance(kernel_tables, dict):
         raise BuildConfigError(f"{BUILD_TOML}: kernel must be tables such as [kernel.my_op_cuda]")
@@ -366,6 +378,7 @@ def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
         python_depends=general.opt_str_list("python-depends") or (),
         backend_python_depends=backend_depends,
         kernel_depends=_parse_kernel_depends(general),
+        backend_kernel_depends=backend_kernels,
         hub_repo_id=hub.opt_str("repo-id") if hub is not None else None,
         torch=torch,
         kernels=tuple(
@@ -465,9 +478,10 @@ def _parse_kernel(
 
 
 def _parse_kernel_depends(general: _Table) -> tuple[KernelDependency, ...]:
-    key = "general.kernel-depends"
-    raw = general.data.get("kernel-depends", [])
+    return _kernel_depends_of(general.data.get("kernel-depends", []), "general.kernel-depends")
 
+
+def _kernel_depends_of(raw: object, key: str) -> tuple[KernelDependency, ...]:
     if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
         raise BuildConfigError(f"{BUILD_TOML}: {key} must be a list of tables")
     depends = []

@@ -258,6 +258,9 @@ class _Source:
                 break
             values.append(literal.value)
             position = literal.end
+        if position < len(self.masked) and self.masked[position] == "#":
+            # `"na" #DIM "d_forward"` inside a macro: the name is made by the preprocessor.
+            return None
         return ("".join(values), position) if values else None
 
 

@@ -228,3 +228,20 @@ def test_missing_sources_are_listed_by_path(tmp_path: Path) -> None:
 def test_not_a_project(tmp_path: Path) -> None:
     with pytest.raises(NotAProjectError, match="has no build.toml"):
         load_build_config(tmp_path)
+
+
+def test_backend_kernel_depends_join_the_general_ones(tmp_path: Path) -> None:
+    text = VALID.replace(
+        'python-depends = ["einops"]\n',
+        'python-depends = ["einops"]\nkernel-depends = [{ repo-id = "org/base", version = 1 }]\n',
+    ).replace(
+        'python-depends = ["nvidia-cutlass-dsl"]\n',
+        'python-depends = ["nvidia-cutlass-dsl"]\n'
+        'kernel-depends = [{ repo-id = "org/gemm", revision = "abc" }]\n',
+    )
+    config = load_build_config(write(tmp_path, text))
+    assert [dep.repo_id for dep in config.kernel_depends_for("cpu")] == ["org/base"]
+    assert [dep.repo_id for dep in config.kernel_depends_for("cuda")] == ["org/base", "org/gemm"]
+    bad = text.replace(', revision = "abc"', "")
+    with pytest.raises(BuildConfigError, match=r"general\.cuda\.kernel-depends\[0\] needs exactly"):
+        load_build_config(write(tmp_path / "bad", bad))

@@ -132,6 +132,16 @@ def _write(relative: str, text: str) -> Callable[[Path], None]:
     return lambda project: write(project, relative, text)
 
 
+def _include(header: str) -> Callable[[Path], None]:
+    """Make the CPU kernel include ``header`` (a header only matters to Nix when included)."""
+
+    def plant(project: Path) -> None:
+        source = project / "csrc" / "cpu" / "relu.cpp"
+        source.write_text(f'#include "{header}"\n' + source.read_text())
+
+    return plant
+
+
 def _both(*plants: Callable[[Path], None]) -> Callable[[Path], None]:
     def plant(project: Path) -> None:
         for each in plants:
@@ -226,7 +236,7 @@ PLANTED: list[tuple[str, Callable[[Path], None], str, str, str, str]] = [
     ),
     (
         "unlisted-kernel-header",
-        _write("csrc/cpu/vectorized.h", "#pragma once\n"),
+        _both(_write("csrc/cpu/vectorized.h", "#pragma once\n"), _include("cpu/vectorized.h")),
         "error",
         "csrc/cpu/vectorized.h",
         "not listed in any src",
@@ -234,11 +244,19 @@ PLANTED: list[tuple[str, Callable[[Path], None], str, str, str, str]] = [
     ),
     (
         "unlisted-binding-header",
-        _write("torch-ext/helpers.hpp", "#pragma once\n"),
+        _both(_write("torch-ext/helpers.hpp", "#pragma once\n"), _include("helpers.hpp")),
         "error",
         "torch-ext/helpers.hpp",
         "not listed in any src",
         'Add "torch-ext/helpers.hpp" to [torch] src',
+    ),
+    (
+        "unlisted-unused-header",
+        _write("csrc/cpu/old.h", "#pragma once\n"),
+        "warning",
+        "csrc/cpu/old.h",
+        "not listed in any src of build.toml and no source includes it",
+        "Delete it if it is unused",
     ),
     (
         "python-depends-unknown",

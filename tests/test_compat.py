@@ -21,7 +21,7 @@ from scaffold.compiler.archs import make_arch_policy
 from scaffold.compiler.plan import Toolchain, plan_variant, torch_target_version
 from scaffold.compiler.toolchain import CudaToolkit
 from scaffold.compiler.variant import ops_name, variant_name
-from scaffold.errors import CompileError, ToolchainError
+from scaffold.errors import CompileError, InvalidOptionError, ToolchainError
 from scaffold.preprocessor import Build, ConditionalMap, evaluate, exclusive, possible
 from tests.compat_projects import write_legacy_project, write_metal_project, write_noarch_project
 from tests.helpers import run, run_with_kernel
@@ -218,7 +218,7 @@ def test_noarch_builds_one_variant_per_backend_without_compiling(tmp_path: Path)
     project = write_noarch_project(tmp_path / "pure-gelu")
     (project / "flake.nix").write_text(FLAKE, encoding="utf-8")
     results = build_project(project)
-    assert [(r.variant, r.compiled, r.linked) for r in results] == [
+    assert [(r.variant, r.compiled, r.native) for r in results] == [
         ("torch-cpu", (), False),
         ("torch-cuda", (), False),
     ]
@@ -291,3 +291,61 @@ def test_legacy_project_cuda_tables_get_their_own_sass(legacy: Path) -> None:
     assert "sm_90a" in listing and "sm_100" not in listing, listing
     metadata = json.loads((result.variant_dir / "metadata.json").read_text())
     assert metadata["backend"] == {"type": "cuda", "archs": ["9.0a"]}
+
+
+def test_an_op_registered_only_for_another_device_is_by_design(legacy: Path) -> None:
+    # A CPU-only helper op in the CUDA variant (weight preprocessing, as quantization kernels do).
+    binding = legacy / "torch-ext" / "torch_binding.cpp"
+    text = binding.read_text().replace(
+        "#if defined(CPU_KERNEL)\nSTABLE", "#if defined(CPU_KERNEL) || defined(CUDA_KERNEL)\nSTABLE"
+    )
+    text = text.replace(
+        '#else\n  ops.def("scale',
+        '  ops.def("shift(Tensor! out, Tensor input) -> ()");\n#else\n  ops.def("scale',
+    )
+    binding.write_text(text)
+    findings = check_project(legacy)
+    assert not [f for f in findings if f.is_error], describe(findings)
+
+
+def test_what_does_not_apply_to_noarch_or_tvm_ffi_is_refused(tmp_path: Path) -> None:
+    project = write_noarch_project(tmp_path / "pure-gelu")
+    with pytest.raises(
+        InvalidOptionError, match=r"--cuda-archs does not apply: .*\[torch-noarch\]"
+    ):
+        build_project(project, cuda_archs=["9.0"])
+    toml = project / "build.toml"
+    toml.write_text(
+        toml.read_text().split("[torch-noarch]")[0] + '[tvm-ffi]\nsrc = ["tvm-ffi-ext/b.cpp"]\n'
+    )
+    with pytest.raises(ToolchainError, match=r"declares a \[tvm-ffi\] kernel, which kscaffold"):
+        build_project(project)
+    assert not (project / "build").exists()
+
+
+def test_macro_made_names_and_packaged_headers_are_no_false_errors(legacy: Path) -> None:
+    binding = legacy / "torch-ext" / "torch_binding.cpp"
+    # Names pasted by the preprocessor cannot be read without it: they are not guessed at.
+    binding.write_text(
+        binding.read_text().replace(
+            "#if defined(CUDA_KERNEL)\n",
+            '#define DECLARE_VARIANT(N) ops.def("scale_" #N "d(Tensor x) -> Tensor");\n'
+            "  DECLARE_VARIANT(1)\n#if defined(CUDA_KERNEL)\n",
+            1,
+        )
+    )
+    # A header shipped as data of the Python package (pyext), e.g. for a JIT compiler.
+    toml = legacy / "build.toml"
+    toml.write_text(
+        toml.read_text().replace('pyext = ["py", "json"]', 'pyext = ["py", "json", "cuh"]')
+    )
+    (legacy / "torch-ext" / "compat_ops" / "jit").mkdir()
+    (legacy / "torch-ext" / "compat_ops" / "jit" / "tile.cuh").write_text("#pragma once\n")
+    findings = check_project(legacy)
+    assert not [f for f in findings if f.is_error], describe(findings)
+    # The same header outside the package is a source Nix would not copy.
+    (legacy / "csrc" / "tile.cuh").write_text("#pragma once\n")
+    shift = legacy / "csrc" / "cpu" / "shift.cpp"
+    shift.write_text('#include "tile.cuh"\n' + shift.read_text())
+    errors = [f for f in check_project(legacy) if f.is_error]
+    assert [f.location for f in errors] == ["csrc/tile.cuh"], describe(errors)

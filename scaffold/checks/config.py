@@ -16,6 +16,7 @@ from typing import Any, cast
 from scaffold.buildconfig import BUILD_TOML, load_build_config
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
+from scaffold.schema import SOURCE_SUFFIXES
 
 #: The edition of build.toml kscaffold writes and checks.
 EDITION = 5
@@ -236,6 +237,14 @@ def check_sources_exist(context: Context) -> list[Finding]:
 def _headers(context: Context) -> list[str]:
     generated = {artifact.path for artifact in context.artifacts.artifacts}
     generated |= {kept.path for kept in context.artifacts.kept if kept.tracked_artifact}
+    # Files of the Python package with a pyext suffix ship with it (Nix copies them too):
+    # headers there are data for a JIT compiler, not sources of the build.
+    package = f"torch-ext/{context.python_name}/" if context.python_name else None
+    torch = context.data.get("torch")
+    pyext = torch.get("pyext") if isinstance(torch, dict) else None
+    shipped = (
+        {f".{ext}" for ext in pyext if isinstance(ext, str)} if isinstance(pyext, list) else set()
+    )
     headers: list[str] = []
     for folder in ("csrc", "torch-ext"):
         root = context.project / folder
@@ -248,6 +257,7 @@ def _headers(context: Context) -> list[str]:
                 and path.is_file()
                 and relative not in _WRITTEN_BY_KERNEL_BUILDER
                 and not any(relative == g or relative.startswith(g + "/") for g in generated)
+                and not (package and relative.startswith(package) and path.suffix in shipped)
             ):
                 headers.append(relative)
     return headers
@@ -262,19 +272,55 @@ def _suggest_table(context: Context, header: str) -> str:
     return "torch"
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
+
+
+def _included_names(context: Context) -> set[str]:
+    """The file names that some #include of the project's sources names."""
+    names: set[str] = set()
+    tops = {PurePosixPath(path).parts[0] for path in context.listed_files if path.strip()}
+    for folder in sorted({"csrc", "torch-ext"} | tops):
+        if folder in ("..", ".") or PurePosixPath(folder).is_absolute():
+            continue  # outside the project: the src rule reports it
+        root = context.project / folder
+        files = root.rglob("*") if root.is_dir() else [root]
+        for path in files:
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace")
+                names.update(PurePosixPath(m).name for m in _INCLUDE.findall(text))
+    return names
+
+
 def check_headers_listed(context: Context) -> list[Finding]:
-    """Every header under csrc/ and torch-ext/ is in some src list: Nix copies nothing else."""
+    """Every header under csrc/ and torch-ext/ is in some src list: Nix copies nothing else.
+
+    A header no source includes breaks nothing when Nix leaves it out: a warning.
+    """
     listed = context.listed_files
-    return [
-        error(
-            header,
-            "Header is not listed in any src of build.toml: Nix copies only listed files, so the "
-            "Nix build fails to find it (local builds still work).",
-            f'Add "{header}" to [{_suggest_table(context, header)}] src in build.toml.',
-        )
-        for header in _headers(context)
-        if header not in listed
-    ]
+    unlisted = [header for header in _headers(context) if header not in listed]
+    included = _included_names(context) if unlisted else set()
+    findings: list[Finding] = []
+    for header in unlisted:
+        fix = f'Add "{header}" to [{_suggest_table(context, header)}] src in build.toml.'
+        if PurePosixPath(header).name in included:
+            findings.append(
+                error(
+                    header,
+                    "Header is not listed in any src of build.toml: Nix copies only listed "
+                    "files, so the Nix build fails to find it (local builds still work).",
+                    fix,
+                )
+            )
+        else:
+            findings.append(
+                warning(
+                    header,
+                    "Header is not listed in any src of build.toml and no source includes it: "
+                    "Nix leaves it out of the build.",
+                    f"Delete it if it is unused; otherwise {fix[0].lower()}{fix[1:]}",
+                )
+            )
+    return findings
 
 
 # --------------------------------------------------------------------------------------------

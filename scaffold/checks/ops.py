@@ -184,6 +184,13 @@ def _missing_impls(
             ]
             if any(context.relative(r.file) in compiled for r in candidates):
                 continue
+            if not candidates and any(
+                r.op == schema.name
+                and possible(r.branches, build)
+                and context.relative(r.file) in compiled
+                for r in registrations
+            ):
+                continue  # a device-specific op, e.g. a CPU-only helper in the CUDA variant
             location = _location(context, schema.file, schema.line)
             if candidates:
                 where = context.relative(candidates[0].file)

@@ -59,6 +59,8 @@ class BuildResult:
     #: Sources compiled by this build (project-relative); empty when all were up to date.
     compiled: tuple[str, ...]
     linked: bool
+    #: False for a pure-Python ([torch-noarch]) variant, which has nothing to compile.
+    native: bool = True
 
     @property
     def recompiled(self) -> bool:
@@ -79,10 +81,13 @@ def build_project(
     Without ``backend``, the CPU backend is always built and CUDA only when torch is a CUDA build
     and nvcc is found (otherwise it is skipped with a note). Asking for ``backend="cuda"`` or
     giving ``cuda_archs`` makes a missing CUDA toolchain an error. ``cuda_archs`` (``"9.0"``,
-    ``"9.0a"``, ``"12.0+PTX"``) overrides the archs chosen as :class:`ArchPolicy` describes.
-    Without them and without a visible GPU, a development build compiles one arch per CUDA
-    kernel (:func:`~scaffold.compiler.devarchs.development_archs`, said in a note); ``release``
-    compiles every arch the release carries instead, whatever GPU is visible.
+    ``"9.0a"``, ``"12.0+PTX"``) are the targets that each table's ``cuda-capabilities`` are
+    narrowed to, as :class:`ArchPolicy` describes. Without them and without a visible GPU, a
+    development build targets one arch per CUDA kernel
+    (:func:`~scaffold.compiler.devarchs.development_archs`, said in a note); ``release`` targets
+    every arch the release carries instead, whatever GPU is visible. A backend in
+    ``torch.stable-abi`` builds the ``torch-stable-abi<NN>`` variant; a ``[torch-noarch]`` project
+    compiles nothing and writes ``build/torch-<backend>/`` for each declared backend.
     Compiles incrementally in ``.kscaffold/build/<variant>/`` and writes ``build/<variant>/``,
     ``compile_commands.json`` and the record of generated files.
     """
@@ -371,7 +376,7 @@ def _build_noarch(
     if cuda_archs is not None:
         raise InvalidOptionError(
             f"--cuda-archs does not apply: {BUILD_TOML} declares a [torch-noarch] kernel, "
-            "which is not compiled (list its archs in [torch-noarch] cuda-capabilities)."
+            "which is not compiled (list its archs in [torch-noarch] cuda_capabilities)."
         )
     backends = list(config.backends)
     if requested is not None:
@@ -410,6 +415,7 @@ def _build_noarch(
                 archs=config.torch.noarch_archs.get(name, ()),
                 compiled=(),
                 linked=False,
+                native=False,
             )
             reporter.variant_finished(result)
             results.append(result)

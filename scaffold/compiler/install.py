@@ -36,10 +36,10 @@ def variant_metadata(config: BuildConfig, plan: VariantPlan) -> dict[str, object
         "python-depends": list(config.python_depends_for(plan.backend)),
         "backend": backend,
     }
-    if config.kernel_depends:
+    if config.kernel_depends_for(plan.backend):
         metadata["kernel-depends"] = [
             {"repo-id": dep.repo_id, **_pin(dep.version, dep.revision)}
-            for dep in config.kernel_depends
+            for dep in config.kernel_depends_for(plan.backend)
         ]
     metadata["kernels-minver"] = KERNELS_MINVER
     metadata["provenance"] = provenance(config.project, plan.ops_name)
