@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from scaffold.errors import NotAProjectError
-from scaffold.template import ANSWERS_FILE
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def load_answers(project: Path) -> ProjectAnswers:
     """Read the answers file; say what is missing when ``project`` is no kscaffold project."""
     if not project.is_dir():
         raise NotAProjectError(f"{project} is not a folder.")
-    missing = [name for name in ("build.toml", ANSWERS_FILE) if not (project / name).is_file()]
+    missing = [name for name in (BUILD_TOML, ANSWERS_FILE) if not (project / name).is_file()]
     if missing:
         raise NotAProjectError(
             f"{project} is not a kscaffold project: {' and '.join(missing)} "

@@ -31,6 +31,7 @@ from typing import Literal
 
 from scaffold import gitutil
 from scaffold.manifest import load_manifest, sha256_file
+from scaffold.vocabulary import KNOWN_BACKENDS
 
 ArtifactKind = Literal["file", "folder", "link"]
 
@@ -106,10 +107,7 @@ CREATE_PYPROJECT_FILES: dict[str, Callable[[Path], bool]] = {
     "setup.py": _has_all("CMakeExtension", "build_ext"),
     "pyproject.toml": _has_all("[build-system]", "cmake", "torch"),
     "torch-ext/registration.h": _has_all("REGISTER_EXTENSION", "TORCH_LIBRARY_EXPAND"),
-    **{
-        f"metadata-{backend}.json": _metadata_json
-        for backend in ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-    },
+    **{f"metadata-{backend}.json": _metadata_json for backend in KNOWN_BACKENDS},
     "cmake/utils.cmake": _CMAKE_CODE,
     "cmake/kernel.cmake": _CMAKE_CODE,
     "cmake/build-variants.cmake": _CMAKE_CODE,

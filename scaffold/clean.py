@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.artifacts import Artifact, ArtifactKind, scan_artifacts
-from scaffold.buildconfig import BUILD_TOML
 from scaffold.errors import KscaffoldError, NotAProjectError
+from scaffold.vocabulary import BUILD_TOML
 
 
 @dataclass(frozen=True)

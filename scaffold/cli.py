@@ -18,8 +18,9 @@ from scaffold.clean import clean_project
 from scaffold.create import EXAMPLES, ProjectSpec, create_project
 from scaffold.errors import KscaffoldError
 from scaffold.evolve import EvolveReport, add_backend, update_project
-from scaffold.names import KNOWN_LICENSES, SUPPORTED_BACKENDS
+from scaffold.names import KNOWN_LICENSES
 from scaffold.reports import print_clean_report, print_findings
+from scaffold.vocabulary import SUPPORTED_BACKENDS
 
 app = typer.Typer(
     name="kscaffold",

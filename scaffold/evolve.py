@@ -22,10 +22,10 @@ from scaffold import gitutil
 from scaffold.answers import ProjectAnswers, load_answers
 from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
 from scaffold.merge import Conflict, plan_merge
-from scaffold.names import SUPPORTED_BACKENDS
 from scaffold.schema import OpSchema, find_schemas
 from scaffold.skeleton import render_skeleton, skeleton_path
 from scaffold.template import kscaffold_version, render_files
+from scaffold.vocabulary import SUPPORTED_BACKENDS, TORCH_EXT_DIR
 
 BASELINE_REF = "refs/kscaffold/template"
 
@@ -63,7 +63,7 @@ def _baseline(project: Path, answers: ProjectAnswers, in_git: bool) -> dict[str,
 def _schemas_of(files: dict[str, bytes]) -> list[OpSchema]:
     with tempfile.TemporaryDirectory(prefix="kscaffold-schemas-") as scratch:
         for relative, data in files.items():
-            if relative.startswith("torch-ext/"):
+            if relative.startswith(f"{TORCH_EXT_DIR}/"):
                 path = Path(scratch) / relative
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)

@@ -15,8 +15,6 @@ from typing import Any
 from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
 
-ANSWERS_FILE = ".copier-answers.yml"
-
 
 def template_dir() -> Path:
     """The copier template kscaffold renders (wheel copy first, then the source checkout)."""

@@ -10,15 +10,13 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from scaffold.buildconfig import BUILD_TOML, load_build_config
+from scaffold.buildconfig import load_build_config
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
+from scaffold.vocabulary import BUILD_TOML, HEADER_SUFFIXES, SOURCE_DIRS
 
 #: The edition of build.toml kscaffold writes and checks.
 EDITION = 5
-
-#: Header suffixes that must be listed in a ``src`` (Nix copies nothing else).
-HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".ipp", ".tcc"})
 
 #: Headers kernel-builder writes itself during every build: never listed, never committed.
 _WRITTEN_BY_KERNEL_BUILDER = frozenset({"torch-ext/registration.h"})
@@ -210,7 +208,7 @@ def _headers(context: Context) -> list[str]:
     generated = {artifact.path for artifact in context.artifacts.artifacts}
     generated |= {kept.path for kept in context.artifacts.kept if kept.tracked_artifact}
     headers: list[str] = []
-    for folder in ("csrc", "torch-ext"):
+    for folder in SOURCE_DIRS:
         root = context.project / folder
         if not root.is_dir():
             continue
