@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from scaffold._version import __version__
+from scaffold.addop import add_op
 from scaffold.buildconfig import find_project_root
 from scaffold.checks import check_project, has_errors
 from scaffold.clean import clean_project
@@ -20,7 +21,7 @@ from scaffold.errors import KscaffoldError
 from scaffold.evolve import EvolveReport, add_backend, update_project
 from scaffold.names import KNOWN_LICENSES
 from scaffold.reports import print_clean_report, print_findings
-from scaffold.vocabulary import SUPPORTED_BACKENDS
+from scaffold.vocabulary import LIKE_KINDS, SUPPORTED_BACKENDS
 
 app = typer.Typer(
     name="kscaffold",
@@ -156,6 +157,26 @@ def add_backend_command(
     report = add_backend(_project(path), backend, markers=conflict_markers)
     _print_evolve_report(report)
     console.print(f"Added the {backend} backend. Next: kscaffold build && python -m pytest tests")
+
+
+@app.command("add-op")
+@reports_errors
+def add_op_command(
+    name: Annotated[str, typer.Argument(help="The new op's name, e.g. scale (snake_case).")],
+    path: ProjectPath = None,
+    like: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Start from a working op of the template ({', '.join(LIKE_KINDS)}); "
+            "without it, every backend gets a skeleton that raises until written."
+        ),
+    ] = None,
+    conflict_markers: ConflictMarkers = False,
+) -> None:
+    """Add an op to every backend of a project, keeping every edit you made."""
+    report = add_op(_project(path), name, like=like, markers=conflict_markers)
+    _print_evolve_report(report)
+    console.print(f"Added the {name} op. Next: kscaffold build && python -m pytest tests")
 
 
 @app.command()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold import gitutil
+from scaffold.answers import default_ops
 from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
 from scaffold.evolve import BASELINE_REF
 from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
@@ -70,6 +71,7 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
+            "ops": default_ops(self.example),
             **self.extra_answers,
         }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import tomlkit
 
@@ -25,7 +25,7 @@ from scaffold.merge import Conflict, plan_merge
 from scaffold.schema import OpSchema, find_schemas
 from scaffold.skeleton import render_skeleton, skeleton_path
 from scaffold.template import kscaffold_version, render_files
-from scaffold.vocabulary import SUPPORTED_BACKENDS, TORCH_EXT_DIR
+from scaffold.vocabulary import CSRC_DIR, SUPPORTED_BACKENDS, TORCH_EXT_DIR
 
 BASELINE_REF = "refs/kscaffold/template"
 
@@ -71,16 +71,23 @@ def _schemas_of(files: dict[str, bytes]) -> list[OpSchema]:
 
 
 def _with_skeletons(
-    project: Path, python_name: str, after: dict[str, bytes], backends: set[str]
+    project: Path,
+    python_name: str,
+    before: dict[str, bytes],
+    after: dict[str, bytes],
+    backends: set[str],
 ) -> dict[str, bytes]:
     """Fit a rendering to ops the user wrote: skeletons where the template has no implementation.
 
     For each of ``backends``, the template's implementation is kept only if every op it
     implements is still declared; the user's own ops get a generated skeleton, listed in that
-    backend's ``[kernel.*]`` table.
+    backend's ``[kernel.*]`` table. Ops the template gains in this change (``add-op``) keep
+    their own sources and tables.
     """
     user_ops = find_schemas(project)
-    template_names = {op.name for op in _schemas_of(after)}
+    before_ops = _schemas_of(before)
+    template_names = {op.name for op in before_ops}
+    added = {op.base_name for op in _schemas_of(after)} - {op.base_name for op in before_ops}
     user_names = {op.name for op in user_ops}
     keep_template = template_names <= user_names
     pending = [op for op in user_ops if not keep_template or op.name not in template_names]
@@ -89,11 +96,17 @@ def _with_skeletons(
     adjusted = dict(after)
     build_toml = tomlkit.parse(adjusted["build.toml"].decode())
     for backend in sorted(backends):
-        template_sources = [p for p in adjusted if p.startswith(f"csrc/{backend}/")]
+        template_sources = [
+            p
+            for p in adjusted
+            if p.startswith(f"{CSRC_DIR}/{backend}/") and PurePosixPath(p).stem not in added
+        ]
         skeleton = skeleton_path(python_name, backend)
         adjusted[skeleton] = render_skeleton(python_name, backend, pending).encode()
-        for table in build_toml.get("kernel", {}).values():
-            if table.get("backend") == backend:
+        for table_name, table in build_toml.get("kernel", {}).items():
+            if table.get("backend") == backend and table_name not in {
+                f"{op}_{backend}" for op in added
+            }:
                 sources = [] if not keep_template else [str(s) for s in table["src"]]
                 table["src"] = [*sources, skeleton]
         if not keep_template:
@@ -103,7 +116,7 @@ def _with_skeletons(
     return adjusted
 
 
-def _evolve(
+def evolve(
     project: Path,
     answers: ProjectAnswers,
     new_values: ProjectAnswers,
@@ -112,6 +125,11 @@ def _evolve(
     what: str,
     skeleton_backends: set[str] | None = None,
 ) -> EvolveReport:
+    """Merge the template change from ``answers`` to ``new_values`` into ``project``.
+
+    Nothing is written when the merge meets a conflict, unless ``markers`` asks for conflict
+    markers in the files concerned.
+    """
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
         raise DirtyTreeError(
@@ -125,7 +143,7 @@ def _evolve(
             b for b in new_values.backends if skeleton_path(python_name, b) in before
         }
     after = _with_skeletons(
-        project, python_name, render_files(new_values.values), skeleton_backends
+        project, python_name, before, render_files(new_values.values), skeleton_backends
     )
     plan = plan_merge(project, before, after)
     if plan.conflicts and not markers:
@@ -156,7 +174,7 @@ def add_backend(project: Path, backend: str, *, markers: bool = False) -> Evolve
     if backend in answers.backends:
         raise InvalidOptionError(f"{project.name} already has the {backend} backend.")
     backends = [b for b in SUPPORTED_BACKENDS if b in (*answers.backends, backend)]
-    return _evolve(
+    return evolve(
         project,
         answers,
         answers.with_values(backends=backends),
@@ -170,4 +188,4 @@ def update_project(project: Path, *, markers: bool = False) -> EvolveReport:
     """Re-render the project with the installed template and merge the change in."""
     project = project.resolve()
     answers = load_answers(project)
-    return _evolve(project, answers, answers, markers=markers, what="update the template")
+    return evolve(project, answers, answers, markers=markers, what="update the template")

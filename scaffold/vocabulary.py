@@ -68,3 +68,15 @@ BUILD_DIR = "build"
 SCRATCH_DIR = ".kscaffold"
 #: The file that declares every op's schema, once for all backends.
 BINDING_HEADER = f"{TORCH_EXT_DIR}/torch_binding.h"
+
+# --------------------------------------------------------------------------------------------
+# Ops
+
+#: The op a project starts with when no example is chosen.
+DEFAULT_OP = "relu"
+#: What ``kscaffold add-op --like`` can start an op from: a working op of the template.
+LIKE_KINDS: tuple[str, ...] = ("relu", "img2gray")
+#: The kind of an op added without ``--like``: it compiles, registers, and raises until written.
+SKELETON_KIND = "skeleton"
+#: Every kind of op the template renders (``template/fragments/<kind>/``).
+OP_KINDS: tuple[str, ...] = (*LIKE_KINDS, SKELETON_KIND)
