@@ -8,6 +8,7 @@ which include the default op's suite.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -311,7 +312,8 @@ def test_three_op_project_passes_its_generated_tests(grown_cpu_build: Path) -> N
     output = f"{result.stdout}\n{result.stderr}"
     assert result.returncode == 0, output
     summary = output.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, output
+    assert " passed" in summary, output
+    assert not re.search(r"\d+ (failed|errors?)\b", summary), output
     # Only the skeleton's cases wait for it; relu's and scale's all ran and passed.
     waiting = [line for line in output.splitlines() if line.startswith(("XFAIL", "XPASS"))]
     assert waiting and all("test_clamp.py" in line for line in waiting), output
