@@ -135,7 +135,8 @@ ConflictMarkers = Annotated[
 
 def _print_evolve_report(report: EvolveReport) -> None:
     for path in report.written:
-        console.print(f"  updated  {path}")
+        verb = "added" if path in report.added else "updated"
+        console.print(f"  {verb:<8} {path}")
     for path in report.deleted:
         console.print(f"  removed  {path}")
     for path in report.kept:

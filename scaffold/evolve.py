@@ -35,6 +35,8 @@ class EvolveReport:
     """What an add-backend or update did to the project."""
 
     written: list[str] = field(default_factory=list)
+    #: The files among ``written`` that did not exist before.
+    added: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
@@ -152,10 +154,12 @@ def evolve(
             f"{what} stopped, nothing was changed: {listing}. Resolve by hand, or run again with "
             "--conflict-markers to write standard <<<<<<< markers into those files."
         )
+    added = sorted(path for path in plan.writes if not (project / path).exists())
     plan.apply(project, markers=markers)
     record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}")
     return EvolveReport(
         written=sorted(plan.writes) + sorted(plan.marked if markers else {}),
+        added=added,
         deleted=plan.deletes,
         kept=plan.kept,
         conflicts=plan.conflicts,
