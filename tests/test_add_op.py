@@ -23,6 +23,7 @@ from scaffold.answers import load_answers
 from scaffold.checks import check_project
 from scaffold.cli import app
 from scaffold.compiler import build_project
+from scaffold.create import ProjectSpec
 from scaffold.errors import (
     DirtyTreeError,
     InvalidNameError,
@@ -329,3 +330,20 @@ def test_three_op_project_compiles_and_links_for_cuda(grown: Grown, tmp_path: Pa
     symbols = subprocess.run(["nm", "-C", library], capture_output=True, text=True, check=True)
     for op in ("relu", "scale", "clamp"):
         assert f"{op}::{op}_cuda(" in symbols.stdout, op
+
+
+def test_an_added_op_renders_as_it_would_as_the_first_op() -> None:
+    """The files of a later op are the template's per-op files, rendered with that op."""
+    spec = ProjectSpec.parse("my-kernel", backends=("cuda", "cpu"))
+    first = render_files({**spec.answers(), "ops": [{"name": "scale", "kind": "relu"}]})
+    later = render_files(
+        {**spec.answers(), "ops": [*spec.answers()["ops"], {"name": "scale", "kind": "relu"}]}
+    )
+    for relative in (
+        "csrc/scale.h",
+        "csrc/cpu/scale.cpp",
+        "csrc/cuda/scale.cu",
+        "tests/test_scale.py",
+    ):
+        assert later[relative] == first[relative], relative
+    assert later["benchmarks/benchmark_scale.py"] == first["benchmarks/benchmark.py"]
