@@ -24,7 +24,8 @@ from scaffold.vocabulary import LIKE_KINDS, SKELETON_KIND
 #: Op names: lowercase snake case, as PyTorch names its ops; also a C++ and Python identifier.
 OP_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 _OUT_SUFFIX = "_out"
-_MAX_LENGTH = 40
+#: Longer names would push generated lines past the 100 columns of the project's ruff.toml.
+_MAX_LENGTH = 20
 
 #: C++ keywords (and alternative operator spellings) an op name cannot be: it names a namespace.
 _CXX_KEYWORDS = frozenset(

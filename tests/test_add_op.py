@@ -223,7 +223,7 @@ def test_add_op_without_git_renders_its_baseline_from_the_answers(tmp_path: Path
         ("class", "keyword"),
         ("match", "keyword"),
         ("torch", "already uses it"),
-        ("a" * 41, "at most 40"),
+        ("a" * 21, "at most 20"),
     ],
 )
 def test_op_names_are_refused_up_front(name: str, message: str) -> None:
@@ -347,3 +347,22 @@ def test_an_added_op_renders_as_it_would_as_the_first_op() -> None:
     ):
         assert later[relative] == first[relative], relative
     assert later["benchmarks/benchmark_scale.py"] == first["benchmarks/benchmark.py"]
+
+
+def test_generated_python_is_lint_clean_for_the_longest_names(tmp_path: Path) -> None:
+    longest = "a" * 19
+    spec = ProjectSpec.parse("my-kernel", backends=("cuda", "cpu"))
+    ops = [
+        *spec.answers()["ops"],
+        {"name": OpName(longest + "r").name, "kind": "relu"},
+        {"name": OpName(longest + "g").name, "kind": "img2gray"},
+        {"name": OpName(longest + "s").name, "kind": "skeleton"},
+    ]
+    for relative, data in render_files({**spec.answers(), "ops": ops}).items():
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_bytes(data)
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
