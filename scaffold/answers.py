@@ -80,10 +80,12 @@ def load_answers(project: Path) -> ProjectAnswers:
             for entry in ops
         )
         or not ops
+        or len({entry["name"] for entry in ops}) != len(ops)
     ):
         raise NotAProjectError(
-            f"{project / ANSWERS_FILE}: 'ops' must list each op as {{name: ..., kind: ...}} with a "
-            f"kind among {', '.join(OP_KINDS)}; restore it from git."
+            f"{project / ANSWERS_FILE}: 'ops' must list each op once, as "
+            f"{{name: ..., kind: ...}} with a kind among {', '.join(OP_KINDS)}; "
+            "restore it from git."
         )
     version = str(data.pop("_kscaffold_version", "0"))
     values = {key: value for key, value in data.items() if not key.startswith("_")}

@@ -29,6 +29,7 @@ from scaffold.errors import (
     InvalidNameError,
     InvalidOptionError,
     MergeConflictError,
+    NotAProjectError,
 )
 from scaffold.evolve import BASELINE_REF, add_backend
 from scaffold.gitutil import read_ref_files
@@ -366,3 +367,25 @@ def test_generated_python_is_lint_clean_for_the_longest_names(tmp_path: Path) ->
             [sys.executable, "-m", "ruff", *command], cwd=tmp_path, capture_output=True, text=True
         )
         assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        '"relu"',
+        "[]",
+        '[{"name": "relu", "kind": "gelu"}]',
+        '[{"name": "relu", "kind": "relu"}, {"name": "relu", "kind": "relu"}]',
+    ],
+    ids=["not-a-list", "empty", "unknown-kind", "twice"],
+)
+def test_a_broken_ops_answer_is_refused_naming_the_file(project: Path, ops: str) -> None:
+    answers = project / ".copier-answers.yml"
+    text = answers.read_text()
+    line = next(line for line in text.splitlines() if line.startswith("ops: "))
+    answers.write_text(text.replace(line, f"ops: {ops}"))
+    commit_all(project, ".", message="hand-edited answers")
+    before = snapshot(project)
+    with pytest.raises(NotAProjectError, match=r"\.copier-answers\.yml: 'ops' must list each op"):
+        add_op(project, "scale", like="relu")
+    assert snapshot(project) == before
