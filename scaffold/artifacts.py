@@ -37,6 +37,7 @@ from typing import Literal
 
 from scaffold import gitutil
 from scaffold.manifest import load_manifest, sha256_file
+from scaffold.vocabulary import KNOWN_BACKENDS
 
 ArtifactKind = Literal["file", "folder", "link"]
 
@@ -85,10 +86,7 @@ CREATE_PYPROJECT_FILES = frozenset(
         "setup.py",
         "pyproject.toml",
         "torch-ext/registration.h",
-        *(
-            f"metadata-{backend}.json"
-            for backend in ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-        ),
+        *(f"metadata-{backend}.json" for backend in KNOWN_BACKENDS),
     }
 )
 _CREATE_PYPROJECT_FOLDER = "cmake"

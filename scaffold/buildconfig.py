@@ -21,11 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.errors import BuildConfigError, InvalidNameError, NotAProjectError
 from scaffold.names import KernelName
-
-BUILD_TOML = "build.toml"
-
-#: Every backend edition 5 accepts in ``general.backends`` and ``[kernel.*] backend``.
-KNOWN_BACKENDS: tuple[str, ...] = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
+from scaffold.vocabulary import BUILD_TOML, KNOWN_BACKENDS, TORCH_EXT_DIR
 
 #: The editions kscaffold reads; a file without ``edition`` is edition 4.
 EDITIONS: tuple[int, ...] = (4, 5)
@@ -153,7 +149,7 @@ class BuildConfig:
     @property
     def python_dir(self) -> Path:
         """``torch-ext/<python_name>/``, the kernel's Python package."""
-        return self.project / "torch-ext" / self.python_name
+        return self.project / TORCH_EXT_DIR / self.python_name
 
     def kernels_for(self, backend: str) -> tuple[KernelSection, ...]:
         return tuple(kernel for kernel in self.kernels if kernel.backend == backend)

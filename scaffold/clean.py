@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.artifacts import Artifact, ArtifactKind, is_regular_file, scan_artifacts
-from scaffold.buildconfig import BUILD_TOML
 from scaffold.errors import KscaffoldError, NotAProjectError
-from scaffold.template import ANSWERS_FILE
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML
 
 
 @dataclass(frozen=True)

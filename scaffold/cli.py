@@ -15,6 +15,7 @@ from rich.text import Text
 from typer.core import TyperCommand
 
 from scaffold._version import __version__
+from scaffold.addop import add_op
 from scaffold.buildconfig import find_project_root
 from scaffold.checks import check_project, has_errors
 from scaffold.clean import clean_project
@@ -22,8 +23,9 @@ from scaffold.create import EXAMPLES, ProjectSpec, create_project
 from scaffold.errors import KscaffoldError
 from scaffold.evolve import EvolveReport, add_backend, update_project
 from scaffold.hints import next_steps, tool_commands
-from scaffold.names import DEFAULT_BACKENDS, KNOWN_LICENSES, SUPPORTED_BACKENDS
+from scaffold.names import KNOWN_LICENSES
 from scaffold.reports import print_clean_report, print_findings
+from scaffold.vocabulary import DEFAULT_BACKENDS, LIKE_KINDS, SUPPORTED_BACKENDS
 
 
 def examples(*commands: str) -> str:
@@ -151,7 +153,8 @@ ConflictMarkers = Annotated[
 
 def _print_evolve_report(report: EvolveReport) -> None:
     for path in report.written:
-        console.print(f"  updated  {path}")
+        verb = "added" if path in report.added else "updated"
+        console.print(f"  {verb:<8} {path}")
     for path in report.deleted:
         console.print(f"  removed  {path}")
     for path in report.kept:
@@ -179,6 +182,30 @@ def add_backend_command(
     _print_evolve_report(report)
     _, kscaffold = tool_commands()
     console.print(f"Added the {backend} backend. Next: {kscaffold} test", markup=False)
+
+
+@app.command(
+    "add-op",
+    epilog=examples("kscaffold add-op scale", "kscaffold add-op to_gray --like img2gray"),
+)
+@reports_errors
+def add_op_command(
+    name: Annotated[str, typer.Argument(help="The new op's name, e.g. scale (snake_case).")],
+    path: ProjectPath = None,
+    like: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Start from a working op of the template ({', '.join(LIKE_KINDS)}); "
+            "without it, every backend gets a skeleton that raises until written."
+        ),
+    ] = None,
+    conflict_markers: ConflictMarkers = False,
+) -> None:
+    """Add an op to every backend of a project, keeping every edit you made."""
+    report = add_op(_project(path), name, like=like, markers=conflict_markers)
+    _print_evolve_report(report)
+    _, kscaffold = tool_commands()
+    console.print(f"Added the {name} op. Next: {kscaffold} test")
 
 
 @app.command(epilog=examples("kscaffold update", "kscaffold update path/to/my-kernel"))

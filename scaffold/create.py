@@ -16,16 +16,12 @@ from types import FrameType
 from typing import Any
 
 from scaffold import gitutil
+from scaffold.answers import default_ops
 from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
 from scaffold.evolve import baseline_ref
-from scaffold.names import (
-    DEFAULT_BACKENDS,
-    KernelName,
-    parse_backends,
-    parse_license,
-    parse_repo_owner,
-)
+from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
 from scaffold.template import STAGING_PREFIX, render, template_dir
+from scaffold.vocabulary import DEFAULT_BACKENDS
 
 #: Worked examples the template can start from, besides the default op.
 EXAMPLES: tuple[str, ...] = ("img2gray",)
@@ -81,6 +77,7 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
+            "ops": default_ops(self.example),
             **self.extra_answers,
         }
 

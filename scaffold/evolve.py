@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import tomlkit
 
@@ -23,10 +23,10 @@ from scaffold import gitutil
 from scaffold.answers import ProjectAnswers, load_answers
 from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
 from scaffold.merge import Conflict, plan_merge
-from scaffold.names import SUPPORTED_BACKENDS
 from scaffold.schema import OpSchema, find_schemas
 from scaffold.skeleton import render_skeleton, skeleton_path
-from scaffold.template import ANSWERS_FILE, kscaffold_version, render_files
+from scaffold.template import kscaffold_version, render_files
+from scaffold.vocabulary import ANSWERS_FILE, CSRC_DIR, SUPPORTED_BACKENDS, TORCH_EXT_DIR
 
 #: The baseline's ref for a project at the top of its git repository.
 BASELINE_REF = "refs/kscaffold/template"
@@ -52,6 +52,8 @@ class EvolveReport:
     """What an add-backend or update did to the project."""
 
     written: list[str] = field(default_factory=list)
+    #: The files among ``written`` that did not exist before.
+    added: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
@@ -99,7 +101,7 @@ def _baseline(project: Path, answers: ProjectAnswers, in_git: bool) -> dict[str,
 def _schemas_of(files: dict[str, bytes]) -> list[OpSchema]:
     with tempfile.TemporaryDirectory(prefix="kscaffold-schemas-") as scratch:
         for relative, data in files.items():
-            if relative.startswith("torch-ext/"):
+            if relative.startswith(f"{TORCH_EXT_DIR}/"):
                 path = Path(scratch) / relative
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
@@ -107,16 +109,23 @@ def _schemas_of(files: dict[str, bytes]) -> list[OpSchema]:
 
 
 def _with_skeletons(
-    project: Path, python_name: str, after: dict[str, bytes], backends: set[str]
+    project: Path,
+    python_name: str,
+    before: dict[str, bytes],
+    after: dict[str, bytes],
+    backends: set[str],
 ) -> dict[str, bytes]:
     """Fit a rendering to ops the user wrote: skeletons where the template has no implementation.
 
     For each of ``backends``, the template's implementation is kept only if every op it
     implements is still declared; the user's own ops get a generated skeleton, listed in that
-    backend's ``[kernel.*]`` table.
+    backend's ``[kernel.*]`` table. Ops the template gains in this change (``add-op``) keep
+    their own sources and tables.
     """
     user_ops = find_schemas(project)
-    template_names = {op.name for op in _schemas_of(after)}
+    before_ops = _schemas_of(before)
+    template_names = {op.name for op in before_ops}
+    added = {op.base_name for op in _schemas_of(after)} - {op.base_name for op in before_ops}
     user_names = {op.name for op in user_ops}
     keep_template = template_names <= user_names
     pending = [op for op in user_ops if not keep_template or op.name not in template_names]
@@ -125,11 +134,17 @@ def _with_skeletons(
     adjusted = dict(after)
     build_toml = tomlkit.parse(adjusted["build.toml"].decode())
     for backend in sorted(backends):
-        template_sources = [p for p in adjusted if p.startswith(f"csrc/{backend}/")]
+        template_sources = [
+            p
+            for p in adjusted
+            if p.startswith(f"{CSRC_DIR}/{backend}/") and PurePosixPath(p).stem not in added
+        ]
         skeleton = skeleton_path(python_name, backend)
         adjusted[skeleton] = render_skeleton(python_name, backend, pending).encode()
-        for table in build_toml.get("kernel", {}).values():
-            if table.get("backend") == backend:
+        for table_name, table in build_toml.get("kernel", {}).items():
+            if table.get("backend") == backend and table_name not in {
+                f"{op}_{backend}" for op in added
+            }:
                 sources = [] if not keep_template else [str(s) for s in table["src"]]
                 table["src"] = [*sources, skeleton]
         if not keep_template:
@@ -139,7 +154,7 @@ def _with_skeletons(
     return adjusted
 
 
-def _evolve(
+def evolve(
     project: Path,
     answers: ProjectAnswers,
     new_values: ProjectAnswers,
@@ -148,6 +163,11 @@ def _evolve(
     what: str,
     skeleton_backends: set[str] | None = None,
 ) -> EvolveReport:
+    """Merge the template change from ``answers`` to ``new_values`` into ``project``.
+
+    Nothing is written when the merge meets a conflict, unless ``markers`` asks for conflict
+    markers in the files concerned.
+    """
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
         raise DirtyTreeError(
@@ -161,7 +181,7 @@ def _evolve(
             b for b in new_values.backends if skeleton_path(python_name, b) in before
         }
     after = _with_skeletons(
-        project, python_name, render_files(new_values.values), skeleton_backends
+        project, python_name, before, render_files(new_values.values), skeleton_backends
     )
     plan = plan_merge(project, before, after)
     if plan.conflicts and not markers:
@@ -170,10 +190,12 @@ def _evolve(
             f"{what} stopped, nothing was changed: {listing}. Resolve by hand, or run again with "
             "--conflict-markers to write standard <<<<<<< markers into those files."
         )
+    added = sorted(path for path in plan.writes if not (project / path).exists())
     plan.apply(project, markers=markers)
     record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}")
     return EvolveReport(
         written=sorted(plan.writes) + sorted(plan.marked if markers else {}),
+        added=added,
         deleted=plan.deletes,
         kept=plan.kept,
         conflicts=plan.conflicts,
@@ -192,7 +214,7 @@ def add_backend(project: Path, backend: str, *, markers: bool = False) -> Evolve
     if backend in answers.backends:
         raise InvalidOptionError(f"{project.name} already has the {backend} backend.")
     backends = [b for b in SUPPORTED_BACKENDS if b in (*answers.backends, backend)]
-    return _evolve(
+    return evolve(
         project,
         answers,
         answers.with_values(backends=backends),
@@ -206,4 +228,4 @@ def update_project(project: Path, *, markers: bool = False) -> EvolveReport:
     """Re-render the project with the installed template and merge the change in."""
     project = project.resolve()
     answers = load_answers(project)
-    return _evolve(project, answers, answers, markers=markers, what="update the template")
+    return evolve(project, answers, answers, markers=markers, what="update the template")

@@ -11,6 +11,7 @@ line, never resolved by overwriting.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -68,9 +69,10 @@ class MergePlan:
             (project / relative).unlink(missing_ok=True)
 
 
-def _merge_text(
-    path: str, user: bytes, before: bytes, after: bytes
-) -> tuple[bytes, Conflict | None]:
+def _merge_file(
+    path: str, user: bytes, before: bytes, after: bytes, *options: str
+) -> tuple[bytes, bool]:
+    """``git merge-file`` of the three versions: the merge, and whether it met no conflict."""
     with tempfile.TemporaryDirectory(prefix="kscaffold-merge-") as scratch:
         files = []
         for label, data in (("user", user), ("before", before), ("after", after)):
@@ -82,6 +84,7 @@ def _merge_text(
                 "git",
                 "merge-file",
                 "-p",
+                *options,
                 "-L",
                 f"{path} (yours)",
                 "-L",
@@ -95,18 +98,64 @@ def _merge_text(
         )
     if result.returncode < 0 or result.returncode > 127:
         raise KscaffoldError(f"git merge-file failed on {path}: {result.stderr.decode().strip()}")
-    if result.returncode == 0:
-        return result.stdout, None
+    return result.stdout, result.returncode == 0
+
+
+# A --diff3 conflict whose base part is empty: both sides only added lines at the same place.
+_BOTH_INSERTED = re.compile(
+    rb"^<<<<<<< [^\n]*\n(?P<yours>(?:(?!\|\|\|\|\|\|\| |=======\n)[^\n]*\n)*?)"
+    rb"\|\|\|\|\|\|\| [^\n]*\n=======\n(?P<template>(?:(?!>>>>>>> )[^\n]*\n)*?)>>>>>>> [^\n]*\n",
+    re.MULTILINE,
+)
+
+
+def _merge_text(
+    path: str, user: bytes, before: bytes, after: bytes
+) -> tuple[bytes, Conflict | None]:
+    """Merge one text file three-way.
+
+    Where you and the template only added lines at the same place (a new op's section and your
+    own code at the end of a file), yours are kept, then the template's: no line is lost.
+    """
+    merged, clean = _merge_file(path, user, before, after, "--diff3")
+    if clean:
+        return merged, None
+    resolved = _BOTH_INSERTED.sub(lambda match: match["yours"] + match["template"], merged)
+    if not re.search(rb"^<<<<<<< ", resolved, re.MULTILINE):
+        return resolved, None
+    marked, _ = _merge_file(path, user, before, after)
     lines = tuple(
         number
-        for number, line in enumerate(result.stdout.decode(errors="replace").splitlines(), start=1)
+        for number, line in enumerate(marked.decode(errors="replace").splitlines(), start=1)
         if line.startswith(_MARKER_START)
     )
-    return result.stdout, Conflict(path, lines, "your edits and the template's change overlap")
+    return marked, Conflict(path, lines, "your edits and the template's change overlap")
 
 
 def _plain(value: Any) -> Any:
     return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _is_file_list(*values: Any) -> bool:
+    return all(
+        isinstance(_plain(value), list) and all(isinstance(item, str) for item in _plain(value))
+        for value in values
+    )
+
+
+def _merge_file_list(user: Any, before: list[str], after: list[str]) -> None:
+    """Apply the template's change of a list of strings (a ``src``) to the user's list, in place.
+
+    Entries the template dropped leave, entries it added are appended; the user's own entries,
+    their order and the list's formatting stay.
+    """
+    dropped = set(before) - set(after)
+    for index in reversed(range(len(user))):
+        if user[index] in dropped:
+            del user[index]
+    for item in after:
+        if item not in before and item not in _plain(user):
+            user.append(item)
 
 
 def _merge_toml_tables(
@@ -130,6 +179,8 @@ def _merge_toml_tables(
         elif _plain(old) != _plain(new):
             if key not in user or _plain(user[key]) == _plain(old):
                 user[key] = new
+            elif _is_file_list(old, new, user[key]):
+                _merge_file_list(user[key], _plain(old), _plain(new))
             elif _plain(user[key]) != _plain(new):
                 conflicts.append(
                     Conflict(path, (), f"you changed `{where}`, and so does the template")

@@ -6,17 +6,11 @@ import re
 from dataclasses import dataclass
 
 from scaffold.errors import InvalidNameError, InvalidOptionError
+from scaffold.vocabulary import SUPPORTED_BACKENDS
 
 #: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json).
 KERNEL_NAME_PATTERN = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
 _REPO_OWNER_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
-
-#: Backends kscaffold can generate, build and test, in their canonical order.
-SUPPORTED_BACKENDS: tuple[str, ...] = ("cuda", "cpu")
-
-#: What ``kscaffold new`` generates unless told otherwise: both, so the same project builds and
-#: tests green on a laptop (CPU) and on a GPU box (CUDA too).
-DEFAULT_BACKENDS: tuple[str, ...] = ("cuda", "cpu")
 
 #: License identifiers of the Hub's model-card metadata that a kernel is commonly released under.
 KNOWN_LICENSES: tuple[str, ...] = (

@@ -25,14 +25,12 @@ from pathlib import Path
 from scaffold.buildconfig import load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.errors import ToolchainError
-from scaffold.names import SUPPORTED_BACKENDS
+from scaffold.vocabulary import SUPPORTED_BACKENDS, TESTS_DIR
 
 #: The generated project's list of what its tests and benchmarks import (pip's format).
 REQUIREMENTS_FILE = "requirements-dev.txt"
 #: JSON ``{backend: reason}`` for the generated conftest: backends to skip, and why.
 SKIP_VARIABLE = "KSCAFFOLD_SKIP_BACKENDS"
-#: The folder of the generated suite, run when no path is given among the pytest arguments.
-TESTS_DIR = "tests"
 
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 

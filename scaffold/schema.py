@@ -13,21 +13,18 @@ a backend. The stable-ABI forms (``STABLE_TORCH_LIBRARY*``) are read like the ot
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scaffold.errors import KscaffoldError
 from scaffold.preprocessor import ConditionalMap
 from scaffold.preprocessor import Path as Path_
-
-#: Source files the scanner reads, by suffix.
-SOURCE_SUFFIXES: frozenset[str] = frozenset(
-    {".h", ".hh", ".hpp", ".hxx", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".cu", ".mm", ".m"}
+from scaffold.vocabulary import (
+    SCANNED_SUFFIXES,
+    SOURCE_DIRS,
+    TORCH_EXT_DIR,
 )
-
-#: The folders of a kernel project that hold C++ sources.
-SOURCE_DIRS: tuple[str, ...] = ("torch-ext", "csrc")
 
 #: Dispatch keys whose kernels serve every backend.
 COMPOSITE_KEYS: frozenset[str] = frozenset(
@@ -37,15 +34,6 @@ COMPOSITE_KEYS: frozenset[str] = frozenset(
         "CompositeExplicitAutogradNonFunctional",
     }
 )
-
-#: The dispatch key each build.toml backend registers its kernels under.
-BACKEND_DISPATCH_KEYS: Mapping[str, str] = {
-    "cpu": "CPU",
-    "cuda": "CUDA",
-    "rocm": "CUDA",  # HIP builds of PyTorch reuse the CUDA dispatch key.
-    "metal": "MPS",
-    "xpu": "XPU",
-}
 
 # `torch::kCPU`, `c10::DeviceType::CUDA`, `at::kCUDA`, `c10::DispatchKey::CPU` -> the key's name.
 _DEVICE_ARGUMENT = re.compile(r"(?:\w+::)*(?:DeviceType::|DispatchKey::|k)(\w+)\s*$")
@@ -427,7 +415,7 @@ def source_files(project: Path, dirs: Iterable[str] = SOURCE_DIRS) -> list[Path]
             files.extend(
                 path
                 for path in root.rglob("*")
-                if path.suffix in SOURCE_SUFFIXES and path.is_file() and not path.is_symlink()
+                if path.suffix in SCANNED_SUFFIXES and path.is_file() and not path.is_symlink()
             )
     return sorted(files)
 
@@ -458,7 +446,7 @@ def scan_registrations(files: Iterable[Path]) -> list[Registration]:
 
 def find_schemas(project: Path) -> list[OpSchema]:
     """The op schemas declared in the project's ``torch-ext/`` sources."""
-    return parse_schemas(source_files(project, ("torch-ext",)))
+    return parse_schemas(source_files(project, (TORCH_EXT_DIR,)))
 
 
 def find_registrations(project: Path) -> dict[str, set[str]]:

@@ -12,12 +12,11 @@ import re
 
 from scaffold.errors import KscaffoldError
 from scaffold.schema import Argument, OpSchema
+from scaffold.vocabulary import BACKEND_DISPATCH_KEYS, BACKEND_SOURCE_SUFFIXES, CSRC_DIR
 
 #: The line that marks a file as a skeleton; the generated tests/conftest.py looks for it.
 SKELETON_MARKER = "KSCAFFOLD_SKELETON"
 
-_DISPATCH_KEYS = {"cpu": "CPU", "cuda": "CUDA"}
-_SUFFIXES = {"cpu": "cpp", "cuda": "cu"}
 
 # Schema base types and the C++ types the dispatcher passes for them.
 _SCALAR_TYPES = {
@@ -46,7 +45,7 @@ _ANNOTATION = re.compile(r"\([a-z!|*\s]*\)")
 
 def skeleton_path(python_name: str, backend: str) -> str:
     """Where the skeleton of ``backend`` goes, relative to the project."""
-    return f"csrc/{backend}/{python_name}_{backend}.{_SUFFIXES[backend]}"
+    return f"{CSRC_DIR}/{backend}/{python_name}_{backend}{BACKEND_SOURCE_SUFFIXES[backend]}"
 
 
 def _argument_type(argument: Argument, op: OpSchema) -> str:
@@ -109,7 +108,7 @@ def _function_name(op: OpSchema, backend: str) -> str:
 def render_skeleton(python_name: str, backend: str, ops: list[OpSchema]) -> str:
     """C++ source registering a not-yet-implemented ``backend`` kernel for each op in ``ops``."""
     path = skeleton_path(python_name, backend)
-    key = _DISPATCH_KEYS[backend]
+    key = BACKEND_DISPATCH_KEYS[backend]
     functions = []
     for op in ops:
         parameters = ", ".join(

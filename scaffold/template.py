@@ -7,6 +7,7 @@ the result before anything reaches the user's destination.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -16,7 +17,6 @@ from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
 from scaffold.flakepin import EDITION, PINS
 
-ANSWERS_FILE = ".copier-answers.yml"
 #: Prefix of the staging folders ``kscaffold new`` renders into.
 STAGING_PREFIX = ".kscaffold-new-"
 #: What rendering never copies from the installed template: bytecode, caches, staging folders.
@@ -45,7 +45,26 @@ def kscaffold_version() -> str:
 
 
 def render(answers: dict[str, Any], destination: Path) -> None:
-    """Render the template with ``answers`` into ``destination`` (an empty or new folder)."""
+    """Render the template with ``answers`` into ``destination`` (an empty or new folder).
+
+    Copier renders the project with its first op's files (``csrc/<op>.h``, ``tests/test_<op>.py``
+    and the other paths named after the op). Each further op of ``answers["ops"]`` gets the same
+    files rendered with that op as the template's ``op``: a rendering of the whole template, of
+    which only the paths named after that op are kept.
+    """
+    _copy(answers, destination)
+    for entry in list(answers.get("ops") or [])[1:]:
+        with tempfile.TemporaryDirectory(prefix="kscaffold-op-") as scratch:
+            single = Path(scratch) / "project"
+            _copy({**answers, "op": entry["name"], "kind": entry["kind"]}, single)
+            for path in sorted(single.rglob("*")):
+                target = destination / path.relative_to(single)
+                if path.is_file() and not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, target)
+
+
+def _copy(answers: dict[str, Any], destination: Path) -> None:
     import copier  # imported here: building and cleaning never need copier
 
     # The build.toml edition and the kernel-builder release the flake pins move together.

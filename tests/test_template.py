@@ -14,7 +14,8 @@ import yaml
 
 from scaffold.create import ProjectSpec
 from scaffold.flakepin import EDITION, pinned_input
-from scaffold.template import ANSWERS_FILE, kscaffold_version, render
+from scaffold.template import kscaffold_version, render
+from scaffold.vocabulary import ANSWERS_FILE
 
 BACKEND_CHOICES = [("cuda",), ("cpu",), ("cuda", "cpu")]
 EXAMPLE_CHOICES = [None, "img2gray"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from scaffold.buildconfig import BUILD_TOML
 from scaffold.checks.abi import check_abi
 from scaffold.checks.archs import check_cuda_capabilities
 from scaffold.checks.artifacts import check_artifacts
@@ -23,6 +22,7 @@ from scaffold.checks.config import (
 from scaffold.checks.flake import check_flake
 from scaffold.checks.ops import check_ops
 from scaffold.errors import NotAProjectError
+from scaffold.vocabulary import BUILD_TOML
 
 __all__ = ["RULES", "Context", "Finding", "Severity", "check_project", "has_errors"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaffold.buildconfig import BUILD_TOML
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.compiler.archs import CudaArch, default_arch_list, loose_intersection
 from scaffold.compiler.toolchain import find_cuda_toolkit, nvcc_supported_archs
 from scaffold.errors import ToolchainError
+from scaffold.vocabulary import BUILD_TOML
 
 #: The CUDA toolkits kernel-builder releases are built with, by the target lists they use.
 RELEASE_TOOLKITS: tuple[tuple[int, int], ...] = ((12, 6), (12, 8), (13, 0))

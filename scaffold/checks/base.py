@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scaffold.artifacts import ArtifactScan, scan_artifacts
-from scaffold.buildconfig import BUILD_TOML
+from scaffold.vocabulary import BUILD_TOML
 
 Severity = Literal["error", "warning"]
 

@@ -13,16 +13,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from scaffold.buildconfig import BUILD_TOML, load_build_config
+from scaffold.buildconfig import load_build_config
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
-from scaffold.schema import SOURCE_SUFFIXES
+from scaffold.vocabulary import BUILD_TOML, HEADER_SUFFIXES, SCANNED_SUFFIXES, SOURCE_DIRS
 
 #: The edition of build.toml kscaffold writes and checks.
 EDITION = 5
-
-#: Header suffixes that must be listed in a ``src`` (Nix copies nothing else).
-HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".ipp", ".tcc"})
 
 #: Headers kernel-builder writes itself during every build: never listed, never committed.
 _WRITTEN_BY_KERNEL_BUILDER = frozenset({"torch-ext/registration.h"})
@@ -246,7 +243,7 @@ def _headers(context: Context) -> list[str]:
         {f".{ext}" for ext in pyext if isinstance(ext, str)} if isinstance(pyext, list) else set()
     )
     headers: list[str] = []
-    for folder in ("csrc", "torch-ext"):
+    for folder in SOURCE_DIRS:
         root = context.project / folder
         if not root.is_dir():
             continue
@@ -279,13 +276,13 @@ def _included_names(context: Context) -> set[str]:
     """The file names that some #include of the project's sources names."""
     names: set[str] = set()
     tops = {PurePosixPath(path).parts[0] for path in context.listed_files if path.strip()}
-    for folder in sorted({"csrc", "torch-ext"} | tops):
+    for folder in sorted({*SOURCE_DIRS} | tops):
         if folder in ("..", ".") or PurePosixPath(folder).is_absolute():
             continue  # outside the project: the src rule reports it
         root = context.project / folder
         files = root.rglob("*") if root.is_dir() else [root]
         for path in files:
-            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+            if path.suffix in SCANNED_SUFFIXES and path.is_file():
                 text = path.read_text(encoding="utf-8", errors="replace")
                 names.update(PurePosixPath(m).name for m in _INCLUDE.findall(text))
     return names

@@ -13,9 +13,7 @@ from pathlib import Path
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.preprocessor import Build, exclusive, possible
 from scaffold.schema import (
-    BACKEND_DISPATCH_KEYS,
     COMPOSITE_KEYS,
-    SOURCE_SUFFIXES,
     OpSchema,
     Registration,
     SchemaError,
@@ -23,6 +21,7 @@ from scaffold.schema import (
     scan_registrations,
     source_files,
 )
+from scaffold.vocabulary import BACKEND_DISPATCH_KEYS, SCANNED_SUFFIXES
 
 
 def _location(context: Context, path: Path | None, line: int) -> str:
@@ -87,7 +86,7 @@ def _sources_to_scan(context: Context) -> list[Path]:
     files = set(source_files(context.project))
     for relative in context.listed_files:
         path = context.project / relative
-        if path.suffix in SOURCE_SUFFIXES and path.is_file():
+        if path.suffix in SCANNED_SUFFIXES and path.is_file():
             files.add(path)
     return sorted(files)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import filelock
 
-from scaffold.buildconfig import BUILD_TOML, BuildConfig, load_build_config
+from scaffold.buildconfig import BuildConfig, load_build_config
 from scaffold.compiler.archs import ArchPolicy, make_arch_policy
 from scaffold.compiler.compdb import COMPDB_NAME, update_compile_commands
 from scaffold.compiler.deps import resolve_dependencies
@@ -38,7 +38,7 @@ from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import noarch_variant_name, ops_name, variant_name
 from scaffold.errors import BuildConfigError, InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated
-from scaffold.names import SUPPORTED_BACKENDS
+from scaffold.vocabulary import BUILD_TOML, SUPPORTED_BACKENDS
 
 #: kscaffold's own folder in a project: scratch builds, caches and the generated-files record.
 STATE_DIR = ".kscaffold"

@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.buildconfig import BUILD_TOML, KernelSection
+from scaffold.buildconfig import KernelSection
 from scaffold.errors import ToolchainError
+from scaffold.vocabulary import BUILD_TOML
 
 #: Dependency names that need nothing beyond torch itself.
 _PROVIDED_BY_TORCH = frozenset({"torch"})

@@ -10,15 +10,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scaffold.buildconfig import BUILD_TOML, BuildConfig, KernelSection
+from scaffold.buildconfig import BuildConfig, KernelSection
 from scaffold.compiler.archs import ArchPolicy, CudaArch
 from scaffold.compiler.toolchain import CudaToolkit, TorchInstall
 from scaffold.errors import BuildConfigError, ToolchainError
-
-_CXX_SUFFIXES = frozenset({".cpp", ".cc", ".cxx"})
-_CUDA_SUFFIXES = frozenset({".cu"})
-# Listed in src so that Nix copies them; never compiled on their own.
-_HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl", ".ipp"})
+from scaffold.vocabulary import (
+    BUILD_TOML,
+    CSRC_DIR,
+    CUDA_SUFFIXES,
+    CXX_SUFFIXES,
+    HEADER_SUFFIXES,
+    TORCH_EXT_DIR,
+)
 
 # (owner table, src, include, cxx-flags, kernel or None for [torch])
 _SourceGroup = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], KernelSection | None]
@@ -144,7 +147,7 @@ def plan_variant(
     )
     if stable_abi is not None:
         defines += (f"-DTORCH_TARGET_VERSION={torch_target_version(stable_abi)}",)
-    local_dirs = [project / "csrc", project / "torch-ext"]
+    local_dirs = [project / CSRC_DIR, project / TORCH_EXT_DIR]
     system_dirs = [*tools.torch.include_dirs, tools.python_include]
     if cuda is not None:
         system_dirs += tools.cuda_include_dirs
@@ -184,13 +187,13 @@ def plan_variant(
     for owner, sources, include, cxx_flags, kernel in tables:
         for source in sources:
             suffix = PurePosixPath(source).suffix.lower()
-            if suffix in _HEADER_SUFFIXES:
+            if suffix in HEADER_SUFFIXES:
                 continue
-            if suffix in _CXX_SUFFIXES:
+            if suffix in CXX_SUFFIXES:
                 flags = [std, *_RELEASE_FLAGS, "-fPIC", "-fno-gnu-unique", *openmp, *defines]
                 flags += includes(include, kernel)
                 step = CompileStep(source, "cxx", (*flags, *cxx_flags))
-            elif suffix in _CUDA_SUFFIXES and kernel is not None and cuda is not None:
+            elif suffix in CUDA_SUFFIXES and kernel is not None and cuda is not None:
                 table_archs = kernel_archs[kernel.label]
                 compiled_archs.update(table_archs)
                 flags = [
@@ -255,10 +258,10 @@ def _cuda_skip_reason(
 
 def _cannot_compile(owner: str, source: str, backend: str) -> str:
     suffix = PurePosixPath(source).suffix or "(none)"
-    if suffix in _CUDA_SUFFIXES:
+    if suffix in CUDA_SUFFIXES:
         hint = 'CUDA sources belong in a [kernel.*] table with backend = "cuda"'
     else:
-        known = sorted(_CXX_SUFFIXES | _CUDA_SUFFIXES | _HEADER_SUFFIXES)
+        known = sorted(CXX_SUFFIXES | CUDA_SUFFIXES | HEADER_SUFFIXES)
         hint = f"kscaffold compiles or skips only {', '.join(known)}"
     return (
         f"{BUILD_TOML}: [{owner}] src '{source}' cannot be built for the {backend} backend "

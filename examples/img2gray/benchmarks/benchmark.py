@@ -1,7 +1,9 @@
-"""Benchmarks of img2gray's img2gray: the per-op parts; harness.py beside this file does the rest.
+"""Benchmarks of img2gray's img2gray: the per-op parts; harness.py does the rest.
 
-    python benchmarks/benchmark.py [--backend cpu] [--sizes 1080p,8K] [--dtypes uint8]
-                                   [--json PATH] [--plot PATH] [--markdown PATH]
+Run from the project root (one file per op: benchmarks/benchmark*.py):
+
+    python benchmarks/<this file> [--backend cpu] [--sizes 1080p,8K] [--dtypes uint8]
+                                  [--json PATH] [--plot PATH] [--markdown PATH]
 
 loads the build from build/, checks it against the reference, then prints per workload: µs per
 call, GB/s, % of a device copy of the same bytes, and how many times faster than the reference in

@@ -1,4 +1,4 @@
-"""The benchmark harness every op of this project shares; benchmark.py holds the per-op parts.
+"""The benchmark harness every op of this project shares; benchmark*.py hold the per-op parts.
 
 For each workload it checks the kernel against the op's PyTorch reference first, then times, in
 one process and the same way: the kernel, the reference in eager mode, the reference under
@@ -78,7 +78,8 @@ class Op:
 class KernelsBenchmark(Benchmark):
     """The `kernels benchmark` class: a setup_/benchmark_/verify_ trio per hub workload.
 
-    Subclass it in benchmark.py with `op = OP`; the methods are made from the op's workloads.
+    Subclass it in an op's benchmark*.py with `op = OP`; the methods are made from the op's
+    workloads.
     """
 
     op: Op
@@ -427,7 +428,7 @@ def run(
 
 
 def main(op: Op, argv: Sequence[str] | None = None) -> None:
-    """The command line of benchmark.py: run `python benchmarks/benchmark.py --help`."""
+    """The command line of an op's benchmark*.py: run it with `--help`."""
     parser = argparse.ArgumentParser(
         description=f"Benchmark {op.name} against eager PyTorch, torch.compile and a device copy."
     )

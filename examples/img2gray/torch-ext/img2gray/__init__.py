@@ -47,9 +47,10 @@ def img2gray(image: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.T
     """
     if out is None:
         if image.requires_grad and torch.is_grad_enabled():
-            return ops.img2gray(image)  # The op with the autograd formula registered below.
+            # The op with the autograd formula registered below.
+            return ops.img2gray(image)
         # Otherwise the out= op: the same kernel, without the Python autograd layer that
-        # torch.library.register_autograd puts in front of ops.img2gray (several µs a call).
+        # torch.library.register_autograd puts in front of the op (several µs a call).
         out = image.new_empty(image.shape[:-1])
     ops.img2gray_out(out, image)
     return out
