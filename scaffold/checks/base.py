@@ -48,6 +48,9 @@ class SourceList:
     files: tuple[str, ...]
 
 
+_TOO_DEEP = "arrays or tables nest too deeply to read"
+
+
 class Context:
     """The project under check, read once and shared by every rule.
 
@@ -64,6 +67,9 @@ class Context:
             )
         except tomllib.TOMLDecodeError as problem:
             self.toml_error = problem
+            self.data = {}
+        except RecursionError:
+            self.toml_error = tomllib.TOMLDecodeError(_TOO_DEEP)
             self.data = {}
 
     @property
