@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import signal
 import stat
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +19,7 @@ from scaffold.clean import CleanReport, clean_project
 from scaffold.cli import app
 from scaffold.errors import NotAProjectError
 from scaffold.manifest import MANIFEST_PATH
-from tests.helpers import snapshot
+from tests.helpers import no_hang, snapshot
 from tests.projects import (
     SIMULATED_VARIANT,
     commit_all,
@@ -524,22 +521,6 @@ def tree_diff(actual: dict[str, bytes], expected: dict[str, bytes]) -> str:
         if actual[path] != expected[path]
     ]
     return "\n".join(lines)
-
-
-@contextlib.contextmanager
-def no_hang(seconds: int = 30) -> Iterator[None]:
-    """Fail instead of hanging (a FIFO opened for reading blocks until a writer comes)."""
-
-    def fail(signum: int, frame: object) -> None:
-        raise TimeoutError(f"still running after {seconds} s: a FIFO was opened?")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def assert_clean_restores(built: Built, files: UserFiles) -> None:

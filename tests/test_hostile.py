@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ from scaffold.compiler.uid import project_uid
 from scaffold.create import ProjectSpec, create_project
 from scaffold.evolve import add_backend, update_project
 from scaffold.template import render_files, template_dir
-from tests.helpers import run, snapshot
+from tests.helpers import no_hang, run, snapshot
 
 runner = CliRunner()
 
@@ -435,3 +436,31 @@ def test_a_source_linked_from_outside_a_no_git_project_hashes(tmp_path: Path) ->
     source.symlink_to(outside)
     uid = project_uid(project, [project / "build.toml", source], project / ".kscaffold")
     assert re.fullmatch(r"[0-9a-f]{7}", uid), uid
+
+
+# item 9: a FIFO named like an artifact or a source is never opened (opening one blocks).
+FIFO_NAMES = [
+    "compile_commands.json",
+    "setup.py",
+    "CMakeLists.txt",
+    "metadata-cpu.json",
+    "cmake/utils.cmake",
+    "csrc/cpu/extra.cpp",
+    "csrc/extra.h",
+    "torch-ext/my_kernel/extra.py",
+    "torch-ext/my_kernel/_ops.py",
+    "tests/__pycache__/x.cpython-311.pyc",
+    ".ruff_cache/CACHEDIR.TAG",
+    "x.egg-info/PKG-INFO",
+]
+
+
+def test_fifos_named_like_artifacts_never_hang_check_or_clean(project: Path) -> None:
+    for relative in FIFO_NAMES:
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(project / relative)
+    with no_hang(60):
+        for command in (["check"], ["clean", "--dry-run"], ["clean", "--all"]):
+            code, output = invoke(*command, project)
+            assert code in (0, 1) and "Traceback" not in output, output
+    assert all(stat.S_ISFIFO(os.lstat(project / relative).st_mode) for relative in FIFO_NAMES)

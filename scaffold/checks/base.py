@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from scaffold.artifacts import ArtifactScan, scan_artifacts
 from scaffold.buildconfig import BUILD_TOML
+from scaffold.safefs import read_regular_text
 
 Severity = Literal["error", "warning"]
 
@@ -62,9 +63,7 @@ class Context:
         self.project = project
         self.toml_error: tomllib.TOMLDecodeError | None = None
         try:
-            self.data: dict[str, Any] = tomllib.loads(
-                (project / BUILD_TOML).read_text(encoding="utf-8", errors="replace")
-            )
+            self.data: dict[str, Any] = tomllib.loads(read_regular_text(project / BUILD_TOML) or "")
         except tomllib.TOMLDecodeError as problem:
             self.toml_error = problem
             self.data = {}
