@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from scaffold.checks import check_project
 from scaffold.clean import CleanReport, clean_project
 from scaffold.cli import app
 from scaffold.errors import NotAProjectError
@@ -74,9 +75,27 @@ def test_clean_keeps_the_release_payload_without_all(project: Path) -> None:
 
     report = clean_project(project)
 
-    assert snapshot(project) == {**after_new, **payload}
+    record = {path: data for path, data in snapshot(project).items() if path.startswith(".ksc")}
+    assert set(record) == {".kscaffold/generated.json", ".kscaffold/.gitignore"}
+    assert snapshot(project) == {**after_new, **payload, **record}
     assert sorted(report.kept_build) == sorted(payload)
     assert not any(path.startswith("build") for path in removed_paths(report))
+
+
+def test_clean_then_clean_all_removes_the_release_payload(project: Path) -> None:
+    # issue 11 item 17: the first clean kept build/ but removed the record that proves it.
+    after_new, folders_after_new = snapshot(project), folders(project)
+    simulate_build(project)
+    clean_project(project)
+    assert clean_project(project).removed == []  # nothing more without --all
+    leftovers = [f for f in check_project(project) if f.location.startswith(".kscaffold")]
+    assert leftovers == []  # the kept record is no leftover
+
+    report = clean_project(project, include_build=True)
+
+    assert {"build", ".kscaffold"} <= removed_paths(report)
+    assert snapshot(project) == after_new
+    assert folders(project) == folders_after_new
 
 
 def test_dry_run_changes_nothing_and_lists_exactly_what_goes(project: Path) -> None:
@@ -349,7 +368,10 @@ def test_cli_dry_run_lists_and_clean_removes(project: Path) -> None:
     assert real.exit_code == 0, real.output
     assert "Removed:" in real.output
     assert "Kept build/ (4 files kscaffold built, the release payload)" in real.output
-    assert not (project / ".kscaffold").exists()
+    assert sorted(p.name for p in (project / ".kscaffold").iterdir()) == [
+        ".gitignore",
+        "generated.json",
+    ]
 
     again = runner.invoke(app, ["clean", str(project)])
     assert "Nothing to clean." in again.output, again.output

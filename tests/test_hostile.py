@@ -14,9 +14,12 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import tomlkit
 import yaml
 from typer.testing import CliRunner
 
@@ -464,3 +467,43 @@ def test_fifos_named_like_artifacts_never_hang_check_or_clean(project: Path) -> 
             code, output = invoke(*command, project)
             assert code in (0, 1) and "Traceback" not in output, output
     assert all(stat.S_ISFIFO(os.lstat(project / relative).st_mode) for relative in FIFO_NAMES)
+
+
+# item 17: check refuses what build or the loader refuses later.
+def _edit_build_toml(project: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    document = tomlkit.parse((project / "build.toml").read_text())
+    change(document)  # type: ignore[arg-type]
+    (project / "build.toml").write_text(tomlkit.dumps(document))
+
+
+BUILD_RULE_BREAKS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "pyext-empty": (lambda d: d["torch"].__setitem__("pyext", ["py", ""]), "pyext entry ''"),
+    "pyext-dotdot": (lambda d: d["torch"].__setitem__("pyext", [".."]), "pyext entry '..'"),
+    "pyext-slash": (lambda d: d["torch"].__setitem__("pyext", ["/"]), "pyext entry '/'"),
+    "src-twice": (
+        lambda d: d["torch"]["src"].append("csrc/cpu/relu.cpp"),
+        "also listed in [torch]",
+    ),
+    "src-build-toml": (
+        lambda d: d["torch"]["src"].append("build.toml"),
+        "'build.toml' is not a C++/CUDA source",
+    ),
+    "cutlass-on-cpu": (
+        lambda d: d["kernel"]["relu_cpu"]["depends"].append("cutlass_3_8"),
+        "CUTLASS is CUDA-only",
+    ),
+    "license-not-an-id": (
+        lambda d: d["general"].__setitem__("license", "My License"),
+        "license 'My License' is not a license id",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BUILD_RULE_BREAKS.values()), ids=list(BUILD_RULE_BREAKS))
+def test_check_refuses_what_build_or_the_loader_refuses(
+    project: Path, case: tuple[Callable[[dict[str, Any]], None], str]
+) -> None:
+    change, message = case
+    _edit_build_toml(project, change)
+    findings = check_project(project)
+    assert any(message in f.message and f.is_error for f in findings), [str(f) for f in findings]
