@@ -507,3 +507,19 @@ def test_check_refuses_what_build_or_the_loader_refuses(
     _edit_build_toml(project, change)
     findings = check_project(project)
     assert any(message in f.message and f.is_error for f in findings), [str(f) for f in findings]
+
+
+def test_add_backend_never_writes_through_a_linked_folder(tmp_path: Path) -> None:
+    # "nothing follows a symlink out of the project", for add-backend and update too.
+    project = create_project(ProjectSpec.parse("my-kernel", backends="cuda"), tmp_path / "k")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "csrc" / "cpu").symlink_to(outside)
+    _commit(project, "a linked folder")
+    before = snapshot(project)
+
+    code, output = invoke("add-backend", "cpu", project)
+
+    assert code == 1 and "symbolic link" in output and output.count("\n") == 1, output
+    assert list(outside.iterdir()) == []
+    assert snapshot(project) == before
