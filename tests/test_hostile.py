@@ -523,3 +523,31 @@ def test_add_backend_never_writes_through_a_linked_folder(tmp_path: Path) -> Non
     assert code == 1 and "symbolic link" in output and output.count("\n") == 1, output
     assert list(outside.iterdir()) == []
     assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_real_signal_to_a_running_new_leaves_nothing(tmp_path: Path, signum: int) -> None:
+    # item 11, end to end: the signal reaches a real `kscaffold new` while it renders.
+    for attempt in range(5):
+        parent = tmp_path / str(attempt)
+        parent.mkdir()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "scaffold", "new", "my-kernel", "--dest", str(parent / "k")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            if any(parent.glob(".kscaffold-new-*/project/*")):
+                process.send_signal(signum)
+                break
+            time.sleep(0.002)
+        _, stderr = process.communicate(timeout=60)
+        if process.returncode == 0:
+            continue  # finished before the signal: try again
+        assert process.returncode == 128 + signum, stderr
+        assert "Interrupted" in stderr and "Traceback" not in stderr, stderr
+        assert list(parent.iterdir()) == []
+        return
+    pytest.fail("kscaffold new always finished before the signal could be sent")
