@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from scaffold.errors import NotAProjectError
+from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
 from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, DEFAULT_OP, OP_KINDS
 
 
@@ -50,8 +50,18 @@ class ProjectAnswers:
         return ProjectAnswers({**self.values, **changes}, self.kscaffold_version)
 
 
+#: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived.
+ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "ops")
+_REQUIRED_KEYS = ("name", "backends", "example")
+
+
 def load_answers(project: Path) -> ProjectAnswers:
-    """Read the answers file; say what is missing when ``project`` is no kscaffold project."""
+    """Read the answers file, validated with the rules of ``kscaffold new``.
+
+    The file is the input of every later rendering (``add-backend``, ``update``), so an edited
+    answer passes the same checks as one typed on the command line, and derived values
+    (``python_name``, ``repo_id``, ...) are never taken from it.
+    """
     if not project.is_dir():
         raise NotAProjectError(f"{project} is not a folder.")
     missing = [name for name in (BUILD_TOML, ANSWERS_FILE) if not (project / name).is_file()]
@@ -60,17 +70,28 @@ def load_answers(project: Path) -> ProjectAnswers:
             f"{project} is not a kscaffold project: {' and '.join(missing)} "
             f"{'is' if len(missing) == 1 else 'are'} missing (create one with `kscaffold new`)."
         )
+    path = project / ANSWERS_FILE
     try:
-        data = yaml.safe_load((project / ANSWERS_FILE).read_text())
-    except yaml.YAMLError as error:
-        raise NotAProjectError(f"{project / ANSWERS_FILE} is not valid YAML: {error}") from error
-    required = ("name", "backends", "example")
-    if not isinstance(data, dict) or any(key not in data for key in required):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
+        raise NotAProjectError(f"{path} is not valid YAML: {error}") from error
+    except OSError as error:
+        raise NotAProjectError(f"Cannot read {path}: {error.strerror or error}.") from error
+    if not isinstance(data, dict) or any(key not in data for key in _REQUIRED_KEYS):
         raise NotAProjectError(
-            f"{project / ANSWERS_FILE} lacks kscaffold's answers ({', '.join(required)}): "
+            f"{path} lacks kscaffold's answers ({', '.join(_REQUIRED_KEYS)}): "
             "it was not written by kscaffold."
         )
-    ops = data.get("ops", default_ops(data.get("example")))
+    version = str(data.pop("_kscaffold_version", "0"))
+    values = {key: value for key, value in data.items() if not str(key).startswith("_")}
+    unknown = sorted(str(key) for key in values if key not in ANSWER_KEYS)
+    if unknown:
+        raise AnswersError(
+            f"{path}: unknown answer {', '.join(repr(key) for key in unknown)} (kscaffold "
+            f"records only {', '.join(ANSWER_KEYS)}): remove it."
+        )
+    answers = _validated(path, values)
+    ops = data.get("ops", default_ops(answers["example"]))
     if (
         not isinstance(ops, list)
         or not all(
@@ -83,10 +104,63 @@ def load_answers(project: Path) -> ProjectAnswers:
         or len({entry["name"] for entry in ops}) != len(ops)
     ):
         raise NotAProjectError(
-            f"{project / ANSWERS_FILE}: 'ops' must list each op once, as "
+            f"{path}: 'ops' must list each op once, as "
             f"{{name: ..., kind: ...}} with a kind among {', '.join(OP_KINDS)}; "
             "restore it from git."
         )
-    version = str(data.pop("_kscaffold_version", "0"))
-    values = {key: value for key, value in data.items() if not key.startswith("_")}
-    return ProjectAnswers(values, version)
+    ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
+    _check_op_names(path, ops)
+    return ProjectAnswers({**answers, "ops": ops}, version)
+
+
+def _check_op_names(path: Path, ops: list[dict[str, str]]) -> None:
+    """Each recorded op name follows add-op's rules: it names files, namespaces and functions."""
+    from scaffold.addop import OpName  # add-op reads answers
+
+    for entry in ops:
+        try:
+            OpName(entry["name"])
+        except KscaffoldError as error:
+            raise AnswersError(f"{path}: 'ops': {error}") from error
+
+
+def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
+    """The answers normalised as ``kscaffold new`` normalises its options, or an AnswersError."""
+    from scaffold.create import ProjectSpec  # create renders through evolve, which reads answers
+
+    backends = values.get("backends")
+    example = values.get("example")
+    owner = values.get("owner") or None
+    version = values.get("version", 1)
+    checks: list[tuple[str, object, type | tuple[type, ...]]] = [
+        ("name", values.get("name"), str),
+        ("backends", backends, list),
+        ("example", example, str),
+        ("owner", owner, (str, type(None))),
+        ("license", values.get("license", "apache-2.0"), str),
+    ]
+    for key, value, expected in checks:
+        if not isinstance(value, expected):
+            raise AnswersError(f"{path}: {key} must be {_kind(expected)}, not {value!r}.")
+    if not all(isinstance(backend, str) for backend in backends):  # type: ignore[union-attr]
+        raise AnswersError(f"{path}: backends must be a list of names, not {backends!r}.")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise AnswersError(f"{path}: version must be a whole number, not {version!r}.")
+    try:
+        spec = ProjectSpec.parse(
+            values["name"],
+            backends=backends,  # type: ignore[arg-type]
+            example=None if example == "none" else example,
+            owner=owner,
+            license=values.get("license", "apache-2.0"),
+            version=version,
+        )
+    except KscaffoldError as error:
+        raise AnswersError(f"{path}: {error}") from error
+    return spec.answers()
+
+
+def _kind(expected: type | tuple[type, ...]) -> str:
+    names = {str: "a string", list: "a list", type(None): "empty"}
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(names.get(kind, kind.__name__) for kind in kinds)

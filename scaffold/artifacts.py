@@ -5,8 +5,9 @@ A file counts as generated only when kscaffold can show it, and is never tracked
 * it is listed in kscaffold's build manifest (:mod:`scaffold.manifest`) and still has the content
   kscaffold wrote (a file edited since is the user's);
 * it lies in a folder only tools create: kscaffold's ``.kscaffold/``, kernel-builder's CMake scratch
-  ``_cmake_build/``, setuptools' ``build/temp.*`` / ``build/lib.*`` / ``build/bdist.*``, or a folder
-  tagged as a cache with a ``CACHEDIR.TAG`` (pytest, ruff and mypy caches);
+  ``_cmake_build/``, setuptools' ``build/temp.*`` / ``build/lib.*`` / ``build/bdist.*``, or a tool's
+  cache named ``*cache`` and tagged with a ``CACHEDIR.TAG`` (pytest, ruff and mypy caches; not
+  cargo's ``target/``);
 * it is Python bytecode (``*.pyc``) in ``__pycache__/``, or a setuptools metadata file in
   ``*.egg-info/``;
 * it is the ``result`` link (or ``result-*``) of ``nix build``, pointing into the Nix store.

@@ -210,6 +210,12 @@ def load_build_config(project: Path) -> BuildConfig:
         raise BuildConfigError(f"{BUILD_TOML}: not valid TOML: {error}") from error
     except UnicodeDecodeError as error:
         raise BuildConfigError(f"{BUILD_TOML}: not UTF-8 text: {error}") from error
+    except RecursionError as error:
+        raise BuildConfigError(
+            f"{BUILD_TOML}: not valid TOML: arrays or tables nest too deeply to read."
+        ) from error
+    except OSError as error:
+        raise BuildConfigError(f"Cannot read {path}: {error.strerror or error}.") from error
     return _parse(project, data)
 
 

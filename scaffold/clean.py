@@ -17,7 +17,11 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.artifacts import Artifact, ArtifactKind, is_regular_file, scan_artifacts
 from scaffold.errors import KscaffoldError, NotAProjectError
+from scaffold.manifest import MANIFEST_PATH
 from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML
+
+#: kscaffold's state folder, which holds the record of generated files.
+STATE_FOLDER = MANIFEST_PATH.parts[0]
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,20 @@ def _emptied_folders(project: Path, removed: list[str]) -> list[str]:
     return sorted(emptied, key=lambda folder: (-folder.count("/"), folder))
 
 
+def _keeping_the_record(root: Path, artifact: Artifact) -> list[Artifact]:
+    """``artifact``; for the whole state folder, its entries except the record of built files."""
+    if artifact.path != STATE_FOLDER or artifact.kind != "folder":
+        return [artifact]
+    keep = {MANIFEST_PATH.name, ".gitignore"}
+    entries: list[Artifact] = []
+    for entry in sorted(os.scandir(root / STATE_FOLDER), key=lambda e: e.name):
+        if entry.name in keep and not entry.is_dir(follow_symlinks=False):
+            continue
+        kind: ArtifactKind = "folder" if entry.is_dir(follow_symlinks=False) else "file"
+        entries.append(Artifact(f"{STATE_FOLDER}/{entry.name}", kind, artifact.reason))
+    return entries
+
+
 def _remove(path: Path, artifact: Artifact) -> None:
     if artifact.kind == "folder" and not path.is_symlink():
         shutil.rmtree(path)
@@ -129,6 +147,10 @@ def clean_project(
             report.kept_build.append(artifact.path)
         else:
             chosen.append(artifact)
+    if report.kept_build:
+        # The record of what kscaffold built stays with the payload it proves, so that a later
+        # `clean --all` still knows those files: everything else in .kscaffold/ goes.
+        chosen = [c for a in chosen for c in _keeping_the_record(root, a)]
     emptied = _emptied_folders(root, [artifact.path for artifact in chosen])
     report.removed = [Removal(a.path, a.kind, a.reason) for a in chosen] + [
         Removal(folder, "folder", "left empty") for folder in emptied

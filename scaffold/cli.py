@@ -63,10 +63,29 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
         except KscaffoldError as error:
             if os.environ.get(DEBUG_VARIABLE):
                 raise
-            error_console.print(Text.assemble(("Error:", "bold red"), " ", str(error)))
+            _print_error(str(error))
             raise typer.Exit(error.exit_code) from None
+        except OSError as error:
+            # The boundary for what the library did not foresee: a read-only folder, a full
+            # disk, a name too long. One line, as for every other error.
+            if os.environ.get(DEBUG_VARIABLE):
+                raise
+            _print_error(_describe_os_error(error))
+            raise typer.Exit(1) from None
 
     return wrapper
+
+
+def _print_error(message: str) -> None:
+    # One line: a message with newlines (a path, git's output) is folded.
+    line = " ".join(message.split("\n")).strip()
+    error_console.print(Text.assemble(("Error:", "bold red"), " ", line))
+
+
+def _describe_os_error(error: OSError) -> str:
+    what = error.strerror or type(error).__name__
+    where = f" ({error.filename})" if error.filename else ""
+    return f"{what}{where}. Check that the folder exists, is writable and has room, then try again."
 
 
 def _print_version(requested: bool) -> None:

@@ -23,6 +23,8 @@ from scaffold.names import KernelName, parse_backends, parse_license, parse_repo
 from scaffold.template import STAGING_PREFIX, render, template_dir
 from scaffold.vocabulary import DEFAULT_BACKENDS
 
+#: The largest major version: build.toml's version is a TOML integer (64-bit signed).
+MAX_VERSION = 2**63 - 1
 #: Worked examples the template can start from, besides the default op.
 EXAMPLES: tuple[str, ...] = ("img2gray",)
 
@@ -55,9 +57,10 @@ class ProjectSpec:
             raise InvalidOptionError(
                 f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
             )
-        if version < 1:
+        if not 1 <= version <= MAX_VERSION:
             raise InvalidOptionError(
-                f"Invalid version {version}: use a positive integer such as 1."
+                f"Invalid version {version}: use a positive integer such as 1 (at most "
+                f"{MAX_VERSION}, the largest integer TOML holds)."
             )
         return cls(
             name=KernelName(name),

@@ -35,6 +35,10 @@ class NotAProjectError(KscaffoldError):
     """A folder is not a kernel project kscaffold can work on."""
 
 
+class AnswersError(NotAProjectError):
+    """``.copier-answers.yml`` holds an answer ``kscaffold new`` would refuse."""
+
+
 class BuildConfigError(KscaffoldError):
     """``build.toml`` is malformed or refers to files that do not exist."""
 

@@ -57,6 +57,15 @@ class MergePlan:
         contents = dict(self.writes)
         if markers:
             contents.update(self.marked)
+        root = project.resolve()
+        for relative in [*contents, *self.deletes]:  # refuse before changing anything
+            folder = (project / relative).parent.resolve()
+            if not folder.is_relative_to(root):
+                raise KscaffoldError(
+                    f"Cannot write {relative}: a symbolic link takes its folder outside the "
+                    f"project (to {folder}), and kscaffold never writes through links out of it. "
+                    "Replace the link with a folder, then run the command again."
+                )
         for relative, data in contents.items():
             target = project / relative
             target.parent.mkdir(parents=True, exist_ok=True)

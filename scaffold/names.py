@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from scaffold.errors import InvalidNameError, InvalidOptionError
 from scaffold.vocabulary import SUPPORTED_BACKENDS
 
-#: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json).
-KERNEL_NAME_PATTERN = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
-_REPO_OWNER_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
+#: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json);
+#: matched against the whole name (``fullmatch``), so a trailing newline is never accepted.
+KERNEL_NAME_PATTERN = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
+#: The Hub's longest repository name.
+MAX_NAME_LENGTH = 96
+_REPO_OWNER_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 
 #: License identifiers of the Hub's model-card metadata that a kernel is commonly released under.
 KNOWN_LICENSES: tuple[str, ...] = (
@@ -37,7 +40,16 @@ def suggest_kernel_name(raw: str) -> str | None:
     """Turn a near-miss such as ``My_Kernel`` into a valid name (``my-kernel``), if one exists."""
     candidate = re.sub(r"[^a-z0-9]+", "-", raw.strip().lower()).strip("-")
     candidate = re.sub(r"^[^a-z]+", "", candidate)
-    return candidate if KERNEL_NAME_PATTERN.match(candidate) else None
+    candidate = re.sub(r"-{2,}", "-", candidate)[:MAX_NAME_LENGTH].rstrip("-")
+    return candidate if _valid_kernel_name(candidate) else None
+
+
+def _valid_kernel_name(name: str) -> bool:
+    return (
+        KERNEL_NAME_PATTERN.fullmatch(name) is not None
+        and "--" not in name
+        and len(name) <= MAX_NAME_LENGTH
+    )
 
 
 @dataclass(frozen=True)
@@ -47,13 +59,16 @@ class KernelName:
     name: str
 
     def __post_init__(self) -> None:
-        if not KERNEL_NAME_PATTERN.match(self.name):
+        if not isinstance(self.name, str) or not _valid_kernel_name(self.name):
             rule = (
-                "lowercase letters, digits and '-', starting with a letter and not ending with '-'"
+                "lowercase letters, digits and single '-', starting with a letter and not ending "
+                f"with '-', at most {MAX_NAME_LENGTH} characters (the Hub's limit)"
             )
-            suggestion = suggest_kernel_name(self.name)
-            hint = f"; try '{suggestion}'" if suggestion and suggestion != self.name else ""
-            raise InvalidNameError(f"Invalid kernel name '{self.name}': use {rule}{hint}.")
+            raw = str(self.name)
+            suggestion = suggest_kernel_name(raw)
+            hint = f"; try '{suggestion}'" if suggestion and suggestion != raw else ""
+            shown = raw if len(raw) <= 120 else raw[:100] + f"... ({len(raw)} characters)"
+            raise InvalidNameError(f"Invalid kernel name {shown!r}: use {rule}{hint}.")
 
     @property
     def python_name(self) -> str:
@@ -71,9 +86,14 @@ class KernelName:
 
 def parse_repo_owner(owner: str) -> str:
     """Validate a Hub user or organisation name."""
-    if not _REPO_OWNER_PATTERN.match(owner) or ".." in owner or "--" in owner:
+    if (
+        not isinstance(owner, str)
+        or not _REPO_OWNER_PATTERN.fullmatch(owner)
+        or ".." in owner
+        or "--" in owner
+    ):
         raise InvalidNameError(
-            f"Invalid Hub owner '{owner}': use letters, digits, '-', '_' or '.', "
+            f"Invalid Hub owner {owner!r}: use letters, digits, '-', '_' or '.', "
             "as in 'my-org' (the part before '/' in 'my-org/my-kernel')."
         )
     return owner

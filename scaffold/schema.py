@@ -20,6 +20,7 @@ from pathlib import Path
 from scaffold.errors import KscaffoldError
 from scaffold.preprocessor import ConditionalMap
 from scaffold.preprocessor import Path as Path_
+from scaffold.safefs import read_regular_text
 from scaffold.vocabulary import (
     SCANNED_SUFFIXES,
     SOURCE_DIRS,
@@ -314,11 +315,8 @@ def _scan(path: Path, text: str) -> _Source:
 
 
 def _read_source(path: Path) -> _Source | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    return _scan(path, text)
+    text = read_regular_text(path)
+    return None if text is None else _scan(path, text)
 
 
 def _matching_brace(masked: str, open_index: int) -> int:

@@ -40,6 +40,10 @@ BACKEND_SOURCE_SUFFIXES: Mapping[str, str] = {"cpu": ".cpp", "cuda": ".cu"}
 CXX_SUFFIXES: frozenset[str] = frozenset({".cpp", ".cc", ".cxx"})
 #: CUDA sources, compiled by nvcc.
 CUDA_SUFFIXES: frozenset[str] = frozenset({".cu"})
+#: Every suffix kernel-builder compiles from a ``src`` list, on any backend.
+BUILDABLE_SUFFIXES: frozenset[str] = (
+    CXX_SUFFIXES | CUDA_SUFFIXES | frozenset({".c", ".hip", ".mm", ".metal", ".sycl"})
+)
 #: Headers: listed in a ``src`` so that Nix copies them (``check`` demands it), never compiled
 #: on their own (``build`` skips them).
 HEADER_SUFFIXES: frozenset[str] = frozenset(

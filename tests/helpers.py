@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,3 +52,23 @@ def run_with_kernel(project: Path, body: str, backend: str = "cpu") -> str:
         f"kernel = get_local_kernel(Path(sys.argv[1]), backend={backend!r})\n"
     )
     return run([sys.executable, "-c", loader + body, project])
+
+
+class Hang(BaseException):
+    """A command ran past its time: not an Exception, so CliRunner and Hypothesis let it through."""
+
+
+@contextlib.contextmanager
+def no_hang(seconds: int = 30) -> Iterator[None]:
+    """Fail instead of hanging (a FIFO opened for reading blocks until a writer comes)."""
+
+    def fail(signum: int, frame: object) -> None:
+        raise Hang(f"still running after {seconds} s: a FIFO was opened?")
+
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

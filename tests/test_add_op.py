@@ -389,3 +389,16 @@ def test_a_broken_ops_answer_is_refused_naming_the_file(project: Path, ops: str)
     with pytest.raises(NotAProjectError, match=r"\.copier-answers\.yml: 'ops' must list each op"):
         add_op(project, "scale", like="relu")
     assert snapshot(project) == before
+
+
+def test_an_op_name_add_op_would_refuse_is_refused_in_the_answers(project: Path) -> None:
+    """A hand-edited op name names files and namespaces: '../x' must not render outside csrc/."""
+    answers = project / ".copier-answers.yml"
+    text = answers.read_text()
+    line = next(line for line in text.splitlines() if line.startswith("ops: "))
+    answers.write_text(text.replace(line, 'ops: [{"name": "../x", "kind": "relu"}]'))
+    commit_all(project, ".", message="hand-edited answers")
+    before = snapshot(project)
+    with pytest.raises(NotAProjectError, match=r"'ops': Invalid op name '\.\./x'"):
+        add_op(project, "scale", like="relu")
+    assert snapshot(project) == before

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import signal
 import stat
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +15,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from scaffold.checks import check_project
 from scaffold.clean import CleanReport, clean_project
 from scaffold.cli import app
 from scaffold.errors import NotAProjectError
 from scaffold.manifest import MANIFEST_PATH
-from tests.helpers import snapshot
+from tests.helpers import no_hang, snapshot
 from tests.projects import (
     SIMULATED_VARIANT,
     commit_all,
@@ -77,9 +75,27 @@ def test_clean_keeps_the_release_payload_without_all(project: Path) -> None:
 
     report = clean_project(project)
 
-    assert snapshot(project) == {**after_new, **payload}
+    record = {path: data for path, data in snapshot(project).items() if path.startswith(".ksc")}
+    assert set(record) == {".kscaffold/generated.json", ".kscaffold/.gitignore"}
+    assert snapshot(project) == {**after_new, **payload, **record}
     assert sorted(report.kept_build) == sorted(payload)
     assert not any(path.startswith("build") for path in removed_paths(report))
+
+
+def test_clean_then_clean_all_removes_the_release_payload(project: Path) -> None:
+    # issue 11 item 17: the first clean kept build/ but removed the record that proves it.
+    after_new, folders_after_new = snapshot(project), folders(project)
+    simulate_build(project)
+    clean_project(project)
+    assert clean_project(project).removed == []  # nothing more without --all
+    leftovers = [f for f in check_project(project) if f.location.startswith(".kscaffold")]
+    assert leftovers == []  # the kept record is no leftover
+
+    report = clean_project(project, include_build=True)
+
+    assert {"build", ".kscaffold"} <= removed_paths(report)
+    assert snapshot(project) == after_new
+    assert folders(project) == folders_after_new
 
 
 def test_dry_run_changes_nothing_and_lists_exactly_what_goes(project: Path) -> None:
@@ -352,7 +368,10 @@ def test_cli_dry_run_lists_and_clean_removes(project: Path) -> None:
     assert real.exit_code == 0, real.output
     assert "Removed:" in real.output
     assert "Kept build/ (4 files kscaffold built, the release payload)" in real.output
-    assert not (project / ".kscaffold").exists()
+    assert sorted(p.name for p in (project / ".kscaffold").iterdir()) == [
+        ".gitignore",
+        "generated.json",
+    ]
 
     again = runner.invoke(app, ["clean", str(project)])
     assert "Nothing to clean." in again.output, again.output
@@ -524,22 +543,6 @@ def tree_diff(actual: dict[str, bytes], expected: dict[str, bytes]) -> str:
         if actual[path] != expected[path]
     ]
     return "\n".join(lines)
-
-
-@contextlib.contextmanager
-def no_hang(seconds: int = 30) -> Iterator[None]:
-    """Fail instead of hanging (a FIFO opened for reading blocks until a writer comes)."""
-
-    def fail(signum: int, frame: object) -> None:
-        raise TimeoutError(f"still running after {seconds} s: a FIFO was opened?")
-
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def assert_clean_restores(built: Built, files: UserFiles) -> None:

@@ -7,23 +7,31 @@ items of the adversarial review these tests came from.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import tomlkit
+import yaml
 from typer.testing import CliRunner
 
 from scaffold import create
 from scaffold import template as template_module
+from scaffold.checks import check_project, has_errors
 from scaffold.cli import app
+from scaffold.compiler.uid import project_uid
 from scaffold.create import ProjectSpec, create_project
 from scaffold.evolve import add_backend, update_project
 from scaffold.template import render_files, template_dir
-from tests.helpers import run, snapshot
+from tests.helpers import no_hang, run, snapshot
 
 runner = CliRunner()
 
@@ -310,3 +318,236 @@ def test_add_backend_again_after_undoing_it_with_git(tmp_path: Path) -> None:
     assert "csrc/cpu/relu.cpp" in report.written
     assert (project / "csrc" / "cpu" / "relu.cpp").is_file()
     assert '"cpu"' in (project / "build.toml").read_text()
+
+
+# ------------------------------------------------------------------------------------------------
+# Answers: validated on every read with the rules of `new`
+
+ANSWER_EDITS = [
+    ("owner", 'x"\nimport os\nos.system("echo pwned")\n#', "Invalid Hub owner"),
+    ("owner", "org]\n[general.hub]\nrepo-id = 'x/y", "Invalid Hub owner"),
+    ("backends", "cpu", "backends must be a list"),
+    ("backends", ["cpu", "rocm"], "Unsupported backend 'rocm'"),
+    ("backends", [], "No backend given"),
+    ("name", "my-kernel\n", "Invalid kernel name"),
+    ("name", ["my-kernel"], "name must be a string"),
+    ("python_name", "../../evil", "unknown answer 'python_name'"),
+    ("version", 0, "Invalid version 0"),
+    ("version", "1", "version must be a whole number"),
+    ("example", "matmul", "Unknown example 'matmul'"),
+    ("license", "wtfpl", "Unknown license 'wtfpl'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    ANSWER_EDITS,
+    ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(ANSWER_EDITS)],
+)
+def test_edited_answers_are_validated_like_new(
+    project: Path, key: str, value: object, message: str
+) -> None:
+    # item 6: update and add-backend render from the answers file: never trust it.
+    answers = project / ".copier-answers.yml"
+    data = yaml.safe_load(answers.read_text())
+    data[key] = value
+    answers.write_text(yaml.safe_dump(data))
+    before = snapshot(project)
+    for command in (["update", project], ["add-backend", "cpu", project]):
+        code, output = invoke(*command)
+        assert code == 1 and output.count("\n") == 1, output
+        assert ".copier-answers.yml" in output and message in output, output
+    assert snapshot(project) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# Names and options `new` accepts only if the Hub and kscaffold accept them later
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["a--b"],
+        ["x" * 97],
+        ["k" * 300],
+        ["my-kernel\n"],
+        ["my-kernel", "--version", str(2**63)],
+        ["my-kernel", "--owner", "org\n"],
+        ["my-kernel", "--owner", "a" * 97],
+    ],
+    ids=[
+        "double-dash",
+        "97-chars",
+        "300-chars",
+        "trailing-newline",
+        "version-2**63",
+        "owner-newline",
+        "owner-97",
+    ],
+)
+def test_new_refuses_what_the_hub_or_toml_would_refuse(tmp_path: Path, args: list[str]) -> None:
+    # items 15 and 16: one line, exit 2, nothing written.
+    code, output = invoke("new", *args, "--dest", tmp_path / "out", "--no-git")
+    assert code == 2 and output.startswith("Error: ") and output.count("\n") == 1, output
+    assert len(output) < 600, output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_longest_accepted_name_and_version_build_a_valid_project(tmp_path: Path) -> None:
+    name = "k" * 96
+    code, output = invoke(
+        "new", name, "--dest", tmp_path / "k", "--no-git", "--version", str(2**63 - 1)
+    )
+    assert code == 0, output
+    assert check_project(tmp_path / "k") == [] or not has_errors(check_project(tmp_path / "k"))
+
+
+# ------------------------------------------------------------------------------------------------
+# item 15: tracebacks become one line
+
+
+def test_a_deeply_nested_build_toml_is_one_line(project: Path) -> None:
+    (project / "build.toml").write_text('[general]\nname = "x"\ny = ' + "[" * 3000 + "]" * 3000)
+    for command in ("build", "check"):
+        code, output = invoke(command, project)
+        assert code == 1 and "Traceback" not in output, output
+        assert "nest too deeply" in output, output
+
+
+def test_os_errors_at_the_boundary_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def read_only(answers: object, destination: Path) -> None:
+        raise PermissionError(13, "Permission denied", str(destination))
+
+    monkeypatch.setattr(create, "render", read_only)
+    code, output = invoke("new", "my-kernel", "--dest", tmp_path / "k")
+    assert code == 1 and output.count("\n") == 1 and "Permission denied" in output, output
+    monkeypatch.undo()
+    code, output = invoke("new", "my-kernel", "--dest", "/proc/kscaffold-test/k", "--no-git")
+    assert code == 1 and output.count("\n") == 1 and output.startswith("Error: "), output
+
+
+def test_a_source_linked_from_outside_a_no_git_project_hashes(tmp_path: Path) -> None:
+    project = create_project(
+        ProjectSpec.parse("my-kernel", backends="cpu"), tmp_path / "k", git=False
+    )
+    outside = tmp_path / "elsewhere.cpp"
+    source = project / "csrc" / "cpu" / "relu.cpp"
+    outside.write_bytes(source.read_bytes())
+    source.unlink()
+    source.symlink_to(outside)
+    uid = project_uid(project, [project / "build.toml", source], project / ".kscaffold")
+    assert re.fullmatch(r"[0-9a-f]{7}", uid), uid
+
+
+# item 9: a FIFO named like an artifact or a source is never opened (opening one blocks).
+FIFO_NAMES = [
+    "compile_commands.json",
+    "setup.py",
+    "CMakeLists.txt",
+    "metadata-cpu.json",
+    "cmake/utils.cmake",
+    "csrc/cpu/extra.cpp",
+    "csrc/extra.h",
+    "torch-ext/my_kernel/extra.py",
+    "torch-ext/my_kernel/_ops.py",
+    "tests/__pycache__/x.cpython-311.pyc",
+    ".ruff_cache/CACHEDIR.TAG",
+    "x.egg-info/PKG-INFO",
+]
+
+
+def test_fifos_named_like_artifacts_never_hang_check_or_clean(project: Path) -> None:
+    for relative in FIFO_NAMES:
+        (project / relative).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(project / relative)
+    with no_hang(60):
+        for command in (["check"], ["clean", "--dry-run"], ["clean", "--all"]):
+            code, output = invoke(*command, project)
+            assert code in (0, 1) and "Traceback" not in output, output
+    assert all(stat.S_ISFIFO(os.lstat(project / relative).st_mode) for relative in FIFO_NAMES)
+
+
+# item 17: check refuses what build or the loader refuses later.
+def _edit_build_toml(project: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    document = tomlkit.parse((project / "build.toml").read_text())
+    change(document)  # type: ignore[arg-type]
+    (project / "build.toml").write_text(tomlkit.dumps(document))
+
+
+BUILD_RULE_BREAKS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "pyext-empty": (lambda d: d["torch"].__setitem__("pyext", ["py", ""]), "pyext entry ''"),
+    "pyext-dotdot": (lambda d: d["torch"].__setitem__("pyext", [".."]), "pyext entry '..'"),
+    "pyext-slash": (lambda d: d["torch"].__setitem__("pyext", ["/"]), "pyext entry '/'"),
+    "src-twice": (
+        lambda d: d["torch"]["src"].append("csrc/cpu/relu.cpp"),
+        "also listed in [torch]",
+    ),
+    "src-build-toml": (
+        lambda d: d["torch"]["src"].append("build.toml"),
+        "'build.toml' is not a C++/CUDA source",
+    ),
+    "cutlass-on-cpu": (
+        lambda d: d["kernel"]["relu_cpu"]["depends"].append("cutlass_3_8"),
+        "CUTLASS is CUDA-only",
+    ),
+    "license-not-an-id": (
+        lambda d: d["general"].__setitem__("license", "My License"),
+        "license 'My License' is not a license id",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BUILD_RULE_BREAKS.values()), ids=list(BUILD_RULE_BREAKS))
+def test_check_refuses_what_build_or_the_loader_refuses(
+    project: Path, case: tuple[Callable[[dict[str, Any]], None], str]
+) -> None:
+    change, message = case
+    _edit_build_toml(project, change)
+    findings = check_project(project)
+    assert any(message in f.message and f.is_error for f in findings), [str(f) for f in findings]
+
+
+def test_add_backend_never_writes_through_a_linked_folder(tmp_path: Path) -> None:
+    # "nothing follows a symlink out of the project", for add-backend and update too.
+    project = create_project(ProjectSpec.parse("my-kernel", backends="cuda"), tmp_path / "k")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "csrc" / "cpu").symlink_to(outside)
+    _commit(project, "a linked folder")
+    before = snapshot(project)
+
+    code, output = invoke("add-backend", "cpu", project)
+
+    assert code == 1 and "symbolic link" in output and output.count("\n") == 1, output
+    assert list(outside.iterdir()) == []
+    assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_real_signal_to_a_running_new_leaves_nothing(tmp_path: Path, signum: int) -> None:
+    # item 11, end to end: the signal reaches a real `kscaffold new` while it renders.
+    for attempt in range(5):
+        parent = tmp_path / str(attempt)
+        parent.mkdir()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "scaffold", "new", "my-kernel", "--dest", str(parent / "k")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while process.poll() is None and time.monotonic() < deadline:
+            if any(parent.glob(".kscaffold-new-*/project/*")):
+                process.send_signal(signum)
+                break
+            time.sleep(0.002)
+        _, stderr = process.communicate(timeout=60)
+        if process.returncode == 0:
+            continue  # finished before the signal: try again
+        assert process.returncode == 128 + signum, stderr
+        assert "Interrupted" in stderr and "Traceback" not in stderr, stderr
+        assert list(parent.iterdir()) == []
+        return
+    pytest.fail("kscaffold new always finished before the signal could be sent")

@@ -14,6 +14,7 @@ from scaffold.checks.archs import check_cuda_capabilities
 from scaffold.checks.artifacts import check_artifacts
 from scaffold.checks.base import Context, Finding, Severity
 from scaffold.checks.config import (
+    check_build_rules,
     check_headers_listed,
     check_python_depends,
     check_schema,
@@ -32,6 +33,7 @@ Rule = Callable[[Context], list[Finding]]
 RULES: tuple[Rule, ...] = (
     check_schema,
     check_sources_exist,
+    check_build_rules,
     check_headers_listed,
     check_python_depends,
     check_cuda_capabilities,

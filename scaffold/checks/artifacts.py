@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from scaffold.artifacts import BUILD_DIR
+from scaffold.artifacts import BUILD_DIR, Artifact
 from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.manifest import MANIFEST_PATH
 
 
 def check_artifacts(context: Context) -> list[Finding]:
@@ -44,8 +45,8 @@ def check_artifacts(context: Context) -> list[Finding]:
                 )
             )
     for artifact in scan.artifacts:
-        if artifact.is_release_payload:
-            continue  # build/<variant>/ is the release payload
+        if artifact.is_release_payload or _only_the_record(context, artifact):
+            continue  # build/<variant>/ is the release payload, and the record proves it
         path = artifact.path + ("/" if artifact.kind == "folder" else "")
         if _in_python_sources(artifact.path):
             findings.append(
@@ -69,3 +70,11 @@ def check_artifacts(context: Context) -> list[Finding]:
 
 def _in_python_sources(path: str) -> bool:
     return path.startswith("torch-ext/") and path.endswith(".py")
+
+
+def _only_the_record(context: Context, artifact: Artifact) -> bool:
+    """The state folder holding nothing but the record of built files (clean keeps it)."""
+    if artifact.path != MANIFEST_PATH.parts[0] or artifact.kind != "folder":
+        return False
+    names = {entry.name for entry in (context.project / artifact.path).iterdir()}
+    return names <= {MANIFEST_PATH.name, ".gitignore"}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scaffold.artifacts import ArtifactScan, scan_artifacts
+from scaffold.safefs import read_regular_text
 from scaffold.vocabulary import BUILD_TOML
 
 Severity = Literal["error", "warning"]
@@ -48,6 +49,9 @@ class SourceList:
     files: tuple[str, ...]
 
 
+_TOO_DEEP = "arrays or tables nest too deeply to read"
+
+
 class Context:
     """The project under check, read once and shared by every rule.
 
@@ -59,11 +63,12 @@ class Context:
         self.project = project
         self.toml_error: tomllib.TOMLDecodeError | None = None
         try:
-            self.data: dict[str, Any] = tomllib.loads(
-                (project / BUILD_TOML).read_text(encoding="utf-8", errors="replace")
-            )
+            self.data: dict[str, Any] = tomllib.loads(read_regular_text(project / BUILD_TOML) or "")
         except tomllib.TOMLDecodeError as problem:
             self.toml_error = problem
+            self.data = {}
+        except RecursionError:
+            self.toml_error = tomllib.TOMLDecodeError(_TOO_DEEP)
             self.data = {}
 
     @property

@@ -16,7 +16,14 @@ from typing import Any, cast
 from scaffold.buildconfig import load_build_config
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
-from scaffold.vocabulary import BUILD_TOML, HEADER_SUFFIXES, SCANNED_SUFFIXES, SOURCE_DIRS
+from scaffold.names import KNOWN_LICENSES
+from scaffold.vocabulary import (
+    BUILD_TOML,
+    BUILDABLE_SUFFIXES,
+    HEADER_SUFFIXES,
+    SCANNED_SUFFIXES,
+    SOURCE_DIRS,
+)
 
 #: The edition of build.toml kscaffold writes and checks.
 EDITION = 5
@@ -228,6 +235,94 @@ def check_sources_exist(context: Context) -> list[Finding]:
                     f"Create {init} with the kernel's Python API.",
                 )
             )
+    return findings
+
+
+_PYEXT = re.compile(r"[A-Za-z0-9_]+")
+
+
+def check_build_rules(context: Context) -> list[Finding]:
+    """What kernel-builder or the loader refuses later, though the schema accepts it.
+
+    A src entry that is not a source or header (``build.toml`` itself), a file in two src lists
+    (compiled twice into one library: duplicate symbols), a ``pyext`` that is not a plain
+    extension (``""``, ``..``, ``/``), CUTLASS on a table that is not CUDA, and a license that the
+    Hub's card metadata does not know.
+    """
+    findings: list[Finding] = []
+    seen: dict[str, list[tuple[str, str | None]]] = {}
+    for source_list in context.source_lists:
+        where = f"{BUILD_TOML} [{source_list.table}]"
+        for relative in source_list.files:
+            suffix = PurePosixPath(relative).suffix
+            if suffix not in BUILDABLE_SUFFIXES | HEADER_SUFFIXES:
+                findings.append(
+                    error(
+                        where,
+                        f"src entry '{relative}' is not a C++/CUDA source or header: "
+                        "kernel-builder would try to compile it.",
+                        f"Remove '{relative}' from [{source_list.table}] src.",
+                    )
+                )
+            earlier = seen.setdefault(relative, [])
+            # Two lists compiled into one variant: [torch] and any table, or two of one backend.
+            clash = next(
+                (
+                    table
+                    for table, backend in earlier
+                    if None in (backend, source_list.backend) or backend == source_list.backend
+                ),
+                None,
+            )
+            earlier.append((source_list.table, source_list.backend))
+            if clash is not None and suffix not in HEADER_SUFFIXES:
+                findings.append(
+                    error(
+                        where,
+                        f"src entry '{relative}' is also listed in [{clash}]: the variant would "
+                        "compile it twice (duplicate symbols at link time).",
+                        f"List '{relative}' in one src only.",
+                    )
+                )
+    torch = context.data.get("torch")
+    pyext = torch.get("pyext") if isinstance(torch, dict) else None
+    if isinstance(pyext, list):
+        for entry in pyext:
+            if not isinstance(entry, str) or not _PYEXT.fullmatch(entry.lstrip(".")):
+                findings.append(
+                    error(
+                        f"{BUILD_TOML} [torch]",
+                        f"pyext entry {entry!r} is not a file extension: the build would copy "
+                        "files it should not, or none.",
+                        'Use plain extensions such as pyext = ["py", "pyi"].',
+                    )
+                )
+    for label, table in context.kernels.items():
+        depends = table.get("depends")
+        backend = table.get("backend")
+        cutlass = (
+            [d for d in depends if isinstance(d, str) and d.startswith("cutlass")]
+            if (isinstance(depends, list))
+            else []
+        )
+        if cutlass and backend != "cuda":
+            findings.append(
+                error(
+                    f"{BUILD_TOML} [kernel.{label}]",
+                    f"depends names {', '.join(cutlass)} on a {backend} table: CUTLASS is "
+                    "CUDA-only, and kernel-builder refuses it elsewhere.",
+                    f"Remove {', '.join(cutlass)} from [kernel.{label}] depends.",
+                )
+            )
+    license_id = context.general.get("license")
+    if isinstance(license_id, str) and license_id.strip().lower() not in KNOWN_LICENSES:
+        findings.append(
+            error(
+                f"{BUILD_TOML} [general]",
+                f"license '{license_id}' is not a license id the Hub's card metadata knows.",
+                f"Use one of {', '.join(KNOWN_LICENSES)}.",
+            )
+        )
     return findings
 
 

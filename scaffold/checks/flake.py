@@ -6,6 +6,7 @@ import re
 
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.flakepin import EDITION, pinned_input
+from scaffold.safefs import read_regular_text
 
 FLAKE = "flake.nix"
 #: The flake input release builds use, and the function that turns a kernel into flake outputs.
@@ -84,7 +85,7 @@ def check_flake(context: Context) -> list[Finding]:
                 f"Create flake.nix: {SUPPORTED_FORMAT}",
             )
         ]
-    text = _strip_comments(path.read_text(encoding="utf-8", errors="replace"))
+    text = _strip_comments(read_regular_text(path) or "")
     findings: list[Finding] = []
     urls = _URL.findall(text)
     retired = [url for url in urls if RETIRED_REPOSITORY in url]

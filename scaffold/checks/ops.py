@@ -12,6 +12,7 @@ from pathlib import Path
 
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.preprocessor import Build, exclusive, possible
+from scaffold.safefs import read_regular_text
 from scaffold.schema import (
     COMPOSITE_KEYS,
     OpSchema,
@@ -36,9 +37,12 @@ def _python_references(package: Path) -> set[str]:
     for path in sorted(package.rglob("*.py")) if package.is_dir() else []:
         if path.name == "_ops.py" or "__pycache__" in path.parts:
             continue
+        text = read_regular_text(path)  # never a FIFO named like a module
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except SyntaxError:
+            tree = ast.parse(text) if text is not None else None
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        if tree is None:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and _is_ops_namespace(node.value):

@@ -9,6 +9,7 @@ so that editing a file recompiles only that file.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -76,9 +77,11 @@ def _git_dirty(project: Path) -> bool:
 
 def _content_hash(project: Path, sources: Iterable[Path]) -> str:
     digest = hashlib.sha256()
-    for path in sorted({source.resolve() for source in sources}):
+    root = Path(os.path.abspath(project))
+    # Paths as the project names them: a source linked from outside still hashes under its name.
+    for path in sorted({Path(os.path.abspath(source)) for source in sources}):
         data = path.read_bytes()
-        relative = path.relative_to(project.resolve()).as_posix()
+        relative = os.path.relpath(path, root).replace(os.sep, "/")
         digest.update(f"{relative}\0{len(data)}\0".encode())
         digest.update(data)
     return digest.hexdigest()
