@@ -355,7 +355,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        sys.exit("--plot needs matplotlib: pip install matplotlib")
+        sys.exit('--plot needs matplotlib: pip install matplotlib (or "kernels[benchmark]")')
     rows = [Row(**row) for row in results["rows"]]
     dtypes = list(dict.fromkeys(row.dtype for row in rows))
     figure, axes = plt.subplots(1, len(dtypes), figsize=(5 * len(dtypes), 4), squeeze=False)
