@@ -248,3 +248,80 @@ def test_skeleton_for_a_user_op_compiles_registers_and_names_the_file(tmp_path: 
     assert (
         "1 xfailed" in result.stdout and "csrc/cpu/my_kernel_cpu.cpp is a skeleton" in result.stdout
     ), result.stdout
+
+
+# Every pixel count from 1 to 100 and a few around the SIMD steps' edges, uint8 and float16, as
+# computed by the CPU path the environment selects; printed as JSON lists.
+CPU_PATH_VALUES = r"""
+torch.manual_seed(0)
+results = {}
+for dtype in (torch.uint8, torch.float16):
+    for pixels in [*range(1, 101), 1023, 4097, 131073, 300007]:
+        if dtype == torch.uint8:
+            image = torch.randint(0, 256, (pixels, 3), dtype=dtype)
+        else:
+            image = torch.randn(pixels, 3).to(dtype) * 300  # rounding and overflow to inf
+        image = image.reshape(1, pixels, 3)
+        results[f"{dtype} {pixels}"] = kernel.img2gray(image).view(-1).tolist()
+print(json.dumps(results))
+"""
+
+
+def test_cpu_simd_paths_match_the_portable_loop_at_every_tail_length(
+    img2gray_cpu: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The AVX2 and SSSE3 byte-shuffle paths give the portable loop's values, bit for bit."""
+    by_path = {}
+    for isa in ("portable", "ssse3", "avx2"):
+        monkeypatch.setenv("IMG2GRAY_CPU_ISA", isa)
+        by_path[isa] = json.loads(run_with_kernel(img2gray_cpu, CPU_PATH_VALUES))
+    assert len(by_path["portable"]) == 2 * 104
+    assert by_path["ssse3"] == by_path["portable"]
+    assert by_path["avx2"] == by_path["portable"]
+
+
+def test_benchmark_checks_then_reports_every_column(img2gray_cpu: Path, tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    markdown = tmp_path / "results.md"
+    printed = run(
+        [
+            sys.executable,
+            img2gray_cpu / "benchmarks" / "benchmark.py",
+            "--backend=cpu",
+            "--sizes=224x224",
+            "--dtypes=uint8",
+            f"--json={out}",
+            f"--markdown={markdown}",
+        ]
+    )
+    results = json.loads(out.read_text())
+    assert results["op"] == "img2gray" and results["torch"] == torch_version()
+    (row,) = results["rows"]
+    assert row["workload"] == "uint8 224x224" and row["bytes"] == 224 * 224 * 4
+    assert set(row["us"]) == {"kernel", "eager", "compile", "copy"}
+    assert all(us > 0 for us in row["us"].values())
+    header = "workload  µs  GB/s  % of copy  × eager  × compile"
+    assert " ".join(header.split()) in " ".join(printed.split())
+    table = markdown.read_text()
+    assert results["machine"] in table and results["date"] in table
+    assert "| uint8 224x224 |" in table
+
+
+def test_benchmark_refuses_a_kernel_that_computes_wrong_values(img2gray_cpu: Path) -> None:
+    # The harness verifies before it times: a kernel that is fast but wrong never gets a row.
+    body = f"""
+sys.path.insert(0, {str(img2gray_cpu / "benchmarks")!r})
+import benchmark, harness
+wrong = type("Wrong", (), {{}})()
+wrong.img2gray = lambda image, out=None: kernel.img2gray(image.flip(-1), out=out)
+workload = next(w for w in benchmark.OP.workloads if w.name == "uint8 224x224")
+try:
+    harness.measure(benchmark.OP, wrong, workload, benchmark.reference, torch.device("cpu"))
+except AssertionError as error:
+    print("refused:", str(error).splitlines()[0])
+"""
+    assert run_with_kernel(img2gray_cpu, body).startswith("refused: Tensor-likes are not equal")
+
+
+def torch_version() -> str:
+    return run([sys.executable, "-c", "import torch; print(torch.__version__, end='')"])

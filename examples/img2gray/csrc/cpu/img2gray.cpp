@@ -185,18 +185,26 @@ __attribute__((target("avx2,f16c"))) void convert_pixels_avx2(
 
 enum class Isa { kPortable, kSsse3, kAvx2 };
 
-// The best path this CPU runs. IMG2GRAY_CPU_PORTABLE=1 forces the portable one, so that tests can
-// check that the paths agree.
+// The best path this CPU runs. For tests that check that the paths agree, IMG2GRAY_CPU_ISA=ssse3
+// or =portable caps the choice, and IMG2GRAY_CPU_PORTABLE=1 forces the portable loop.
 Isa cpu_isa() {
   static const Isa isa = [] {
+    Isa best = Isa::kPortable;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+      best = Isa::kAvx2;
+    } else if (__builtin_cpu_supports("ssse3")) {
+      best = Isa::kSsse3;
+    }
     const char* portable = std::getenv("IMG2GRAY_CPU_PORTABLE");
-    if (portable != nullptr && std::strcmp(portable, "1") == 0) {
+    const char* cap = std::getenv("IMG2GRAY_CPU_ISA");
+    if ((portable != nullptr && std::strcmp(portable, "1") == 0) ||
+        (cap != nullptr && std::strcmp(cap, "portable") == 0)) {
       return Isa::kPortable;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
-      return Isa::kAvx2;
+    if (cap != nullptr && std::strcmp(cap, "ssse3") == 0 && best == Isa::kAvx2) {
+      return Isa::kSsse3;
     }
-    return __builtin_cpu_supports("ssse3") ? Isa::kSsse3 : Isa::kPortable;
+    return best;
   }();
   return isa;
 }
