@@ -38,17 +38,15 @@ from typing import Literal
 
 from scaffold import gitutil
 from scaffold.manifest import load_manifest, sha256_file
-from scaffold.vocabulary import KNOWN_BACKENDS
+from scaffold.vocabulary import BUILD_DIR, KNOWN_BACKENDS, SCRATCH_DIR
 
 ArtifactKind = Literal["file", "folder", "link"]
 
 #: Folders at the project root that only tools create, with who creates them.
 TOOL_FOLDERS: dict[str, str] = {
-    ".kscaffold": "kscaffold's build scratch folder",
+    SCRATCH_DIR: "kscaffold's build scratch folder",
     "_cmake_build": "kernel-builder's CMake build folder",
 }
-#: The release payload folder (``build/<variant>/``).
-BUILD_DIR = "build"
 _SETUPTOOLS_SCRATCH = re.compile(r"^(?:temp|lib|bdist)\.[A-Za-z0-9_]+-[A-Za-z0-9_.-]+$")
 _CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
 _EGG_INFO_FILES = frozenset(

@@ -29,12 +29,12 @@ from scaffold.checks import check_project, has_errors
 from scaffold.errors import InvalidNameError, PublishError
 from scaffold.flakepin import flake_variants
 from scaffold.provenance import VariantStatus, inspect_variant
+from scaffold.vocabulary import BENCHMARKS_DIR, BUILD_DIR
 
 #: The Hub's repository type for kernels (``huggingface_hub.constants.REPO_TYPE_KERNEL``).
 REPO_TYPE = "kernel"
 MAIN_BRANCH = "main"
 CARD = "README.md"
-BENCHMARKS = "benchmarks"
 #: Where kernel-builder asks for access to publish kernels.
 ACCESS_URL = "https://huggingface.co/spaces/kernels-community/README/discussions/new"
 
@@ -152,7 +152,7 @@ def _benchmark_files(project: Path) -> list[str]:
 
     In git, the tracked ones only; outside git, those the ignore rules do not exclude.
     """
-    folder = project / BENCHMARKS
+    folder = project / BENCHMARKS_DIR
     if not folder.is_dir():
         return []
     found = [
@@ -258,7 +258,7 @@ def plan_release(
             "No Hub repository: pass --repo-id ORG/NAME or set repo-id in [general.hub]."
         )
     validate_repo_id(repo, config.name.name)
-    build = project / "build"
+    build = project / BUILD_DIR
     variant_dirs = sorted(p.parent for p in build.glob("*/metadata.json")) if build.is_dir() else []
     if not variant_dirs:
         raise PublishError(
@@ -448,7 +448,7 @@ def _upload(
         if path not in uploaded
         and (
             path.startswith(stale_prefixes)
-            or (path.startswith(f"{BENCHMARKS}/") and Path(path).name.startswith("benchmark"))
+            or (path.startswith(f"{BENCHMARKS_DIR}/") and Path(path).name.startswith("benchmark"))
         )
     ]
     additions = [

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from scaffold.artifacts import BUILD_DIR, Artifact
+from scaffold.artifacts import Artifact
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.manifest import MANIFEST_PATH
+from scaffold.vocabulary import BUILD_DIR
 
 
 def check_artifacts(context: Context) -> list[Finding]:

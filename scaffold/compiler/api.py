@@ -38,11 +38,9 @@ from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import noarch_variant_name, ops_name, variant_name
 from scaffold.errors import BuildConfigError, InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated
-from scaffold.vocabulary import BUILD_TOML, SUPPORTED_BACKENDS
+from scaffold.vocabulary import BUILD_DIR, BUILD_TOML, SCRATCH_DIR, SUPPORTED_BACKENDS
 
-#: kscaffold's own folder in a project: scratch builds, caches and the generated-files record.
-STATE_DIR = ".kscaffold"
-#: The lock a build holds in STATE_DIR, so concurrent builds of one project take turns.
+#: The lock a build holds in SCRATCH_DIR, so concurrent builds of one project take turns.
 LOCK_NAME = "build.lock"
 
 
@@ -109,8 +107,8 @@ def build_project(
             "build (it builds [torch] and [torch-noarch] kernels): build it with kernel-builder."
         )
     config.check_sources()
-    state = project / STATE_DIR
-    _usable_folder(project, project / "build", create=False)
+    state = project / SCRATCH_DIR
+    _usable_folder(project, project / BUILD_DIR, create=False)
     _usable_folder(project, state, create=True)
     with _build_lock(state, reporter):
         return _build_locked(
@@ -198,7 +196,7 @@ def _build_locked(
     plans = [_plan(config, name, uid, tools, archs, reporter) for name in selected]
     plans = _drop_empty_variants(config, plans, backend, reporter)
     for plan in plans:
-        target = project / "build" / plan.variant
+        target = project / BUILD_DIR / plan.variant
         if target.is_symlink() or (target.exists() and not target.is_dir()):
             raise BuildConfigError(
                 f"{target} is in the way: kscaffold build writes the variant there and "
@@ -221,7 +219,7 @@ def _build_locked(
             result = BuildResult(
                 backend=plan.backend,
                 variant=plan.variant,
-                variant_dir=project / "build" / plan.variant,
+                variant_dir=project / BUILD_DIR / plan.variant,
                 ops_name=plan.ops_name,
                 archs=tuple(str(arch) for arch in plan.archs),
                 compiled=run.compiled,
@@ -238,7 +236,7 @@ def _build_locked(
             else:
                 reporter.note(
                     f"{COMPDB_NAME} is not the one kscaffold wrote, so it stays as it is; the "
-                    f"compile commands are in {STATE_DIR}/build/<variant>/ (`ninja -t compdb`)."
+                    f"compile commands are in {SCRATCH_DIR}/build/<variant>/ (`ninja -t compdb`)."
                 )
         if generated:
             record_generated(project, generated)
@@ -386,7 +384,7 @@ def _build_noarch(
                 f"{BUILD_TOML} declares backends {', '.join(config.backends)}, not {requested}."
             )
         backends = [requested]
-    state = config.project / STATE_DIR
+    state = config.project / SCRATCH_DIR
     uid = project_uid(config.project, [config.project / BUILD_TOML, *python_files(config)], state)
     write_if_changed(state / ".gitignore", "*\n")
     results: list[BuildResult] = []
@@ -410,7 +408,7 @@ def _build_noarch(
             result = BuildResult(
                 backend=name,
                 variant=variant,
-                variant_dir=config.project / "build" / variant,
+                variant_dir=config.project / BUILD_DIR / variant,
                 ops_name=plan.ops_name,
                 archs=config.torch.noarch_archs.get(name, ()),
                 compiled=(),
@@ -487,7 +485,7 @@ def _plan(
         backend=backend,
         variant=variant,
         ops_name=ops_name(config.python_name, backend, uid),
-        scratch=config.project / STATE_DIR / "build" / variant,
+        scratch=config.project / SCRATCH_DIR / "build" / variant,
         tools=tools,
         archs=archs if backend == "cuda" else None,
         dependency_dirs=dependencies.include_dirs,
