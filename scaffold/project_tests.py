@@ -25,6 +25,7 @@ from pathlib import Path
 from scaffold.buildconfig import load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.errors import ToolchainError
+from scaffold.safefs import read_regular_text
 from scaffold.vocabulary import SUPPORTED_BACKENDS, TESTS_DIR
 
 #: The generated project's list of what its tests and benchmarks import (pip's format).
@@ -119,8 +120,8 @@ def missing_requirements(project: Path) -> list[str]:
     Without the file (a project from an older kscaffold), only pytest is required. Versions and
     markers are pip's business; this only catches the "No module named pytest" start.
     """
-    path = project / REQUIREMENTS_FILE
-    lines = path.read_text().splitlines() if path.is_file() else ["pytest"]
+    text = read_regular_text(project / REQUIREMENTS_FILE)
+    lines = text.splitlines() if text is not None else ["pytest"]
     missing = []
     for line in lines:
         match = _REQUIREMENT_NAME.match(line.split("#", 1)[0])

@@ -336,6 +336,11 @@ def test_missing_test_dependencies_stop_before_any_build(tmp_path: Path) -> None
     assert not (project / "build").exists() and not (project / ".kscaffold").exists()
 
 
+def test_requirements_that_are_not_utf8_are_still_read(tmp_path: Path) -> None:
+    (tmp_path / REQUIREMENTS_FILE).write_bytes(b"# \xff\xfe\nsurely-not-installed-kscaffold-test\n")
+    assert missing_requirements(tmp_path) == ["surely-not-installed-kscaffold-test"]
+
+
 def fake_result(backend: str, archs: tuple[str, ...] = ()) -> BuildResult:
     variant = f"torch214-cxx11-{'cu130' if backend == 'cuda' else 'cpu'}-x86_64-linux"
     return BuildResult(backend, variant, Path("build") / variant, f"_k_{backend}", archs, (), False)
