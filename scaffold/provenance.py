@@ -33,6 +33,11 @@ DIRTY_SUFFIX = "_dirty"
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
+def is_local_builder(builder: object) -> bool:
+    """Whether ``provenance``'s builder means a build without Nix: kscaffold's, or none named."""
+    return not isinstance(builder, str) or builder.startswith("kscaffold")
+
+
 def head_commit(project: Path) -> str | None:
     """The full id of HEAD's commit, or None outside git or before the first commit."""
     if not git_available():
@@ -79,7 +84,7 @@ class VariantStatus:
     @property
     def local_build(self) -> bool:
         """Built without Nix: by kscaffold, or with no provenance to say otherwise."""
-        return self.builder is None or self.builder.startswith("kscaffold")
+        return is_local_builder(self.builder)
 
 
 def inspect_variant(variant: Path) -> VariantStatus:

@@ -18,6 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.provenance import is_local_builder
 
 MANYLINUX = "manylinux_2_28"
 PYTHON_ABI = "3.9"
@@ -41,7 +42,7 @@ def _is_local_build(variant: Path) -> bool:
         builder = data["provenance"]["kernel-builder"]["version"]
     except (OSError, ValueError, KeyError, TypeError):
         return True  # no provenance: not a kernel-builder build
-    return not isinstance(builder, str) or builder.startswith("kscaffold")
+    return is_local_builder(builder)
 
 
 def check_abi(context: Context) -> list[Finding]:
