@@ -18,16 +18,21 @@ from scaffold.schema import (
     OpSchema,
     Registration,
     SchemaError,
-    parse_schemas,
+    find_schemas,
     scan_registrations,
     source_files,
 )
-from scaffold.vocabulary import BACKEND_DISPATCH_KEYS, SCANNED_SUFFIXES
+from scaffold.vocabulary import (
+    BACKEND_DISPATCH_KEYS,
+    BINDING_HEADER,
+    SCANNED_SUFFIXES,
+    TORCH_EXT_DIR,
+)
 
 
 def _location(context: Context, path: Path | None, line: int) -> str:
     if path is None:
-        return "torch-ext"
+        return TORCH_EXT_DIR
     return f"{context.relative(path)}:{line}" if line else context.relative(path)
 
 
@@ -100,11 +105,11 @@ def check_ops(context: Context) -> list[Finding]:
     if "torch" not in context.data:
         return []  # a pure-Python ([torch-noarch]) or tvm-ffi kernel: no torch.library schemas
     try:
-        schemas = parse_schemas(source_files(context.project, ("torch-ext",)))
+        schemas = find_schemas(context.project)
     except SchemaError as problem:
         return [
             error(
-                "torch-ext",
+                TORCH_EXT_DIR,
                 str(problem),
                 "Write the schema as 'name(Type arg, ...) -> ReturnType' (see torch.library).",
             )
@@ -112,9 +117,9 @@ def check_ops(context: Context) -> list[Finding]:
     if not schemas:
         return [
             warning(
-                "torch-ext",
+                TORCH_EXT_DIR,
                 'No op schema found (no ops.def("name(...) -> ...") in torch-ext/).',
-                "Declare each op once with ops.def(...) in torch-ext/torch_binding.h.",
+                f"Declare each op once with ops.def(...) in {BINDING_HEADER}.",
             )
         ]
     findings = _duplicates(context, schemas)
@@ -233,7 +238,7 @@ def _undeclared_impls(
                 f"'{registration.op}' is registered for {registration.dispatch_key} but no "
                 "schema declares it: loading the kernel fails.",
                 f'Declare it with ops.def("{registration.op}(...) -> ...") in '
-                "torch-ext/torch_binding.h, or fix the name in m.impl(...).",
+                f"{BINDING_HEADER}, or fix the name in m.impl(...).",
             )
         )
     return findings
@@ -242,7 +247,7 @@ def _undeclared_impls(
 def _missing_wrappers(context: Context, schemas: list[OpSchema]) -> list[Finding]:
     if not context.python_name:
         return []
-    package = context.project / "torch-ext" / context.python_name
+    package = context.project / TORCH_EXT_DIR / context.python_name
     used = _python_references(package)
     init = f"torch-ext/{context.python_name}/__init__.py"
     findings: list[Finding] = []
