@@ -16,6 +16,7 @@ from typing import Any, cast
 from scaffold.buildconfig import load_build_config
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
+from scaffold.flakepin import EDITION
 from scaffold.names import KNOWN_LICENSES
 from scaffold.vocabulary import (
     BUILD_TOML,
@@ -24,9 +25,6 @@ from scaffold.vocabulary import (
     SCANNED_SUFFIXES,
     SOURCE_DIRS,
 )
-
-#: The edition of build.toml kscaffold writes and checks.
-EDITION = 5
 
 #: Headers kernel-builder writes itself during every build: never listed, never committed.
 _WRITTEN_BY_KERNEL_BUILDER = frozenset({"torch-ext/registration.h"})
