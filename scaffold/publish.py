@@ -40,6 +40,9 @@ ACCESS_URL = "https://huggingface.co/spaces/kernels-community/README/discussions
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 _NEVER_UPLOADED = ("__pycache__",)
+_NOT_LOGGED_IN = (
+    "Not logged in to the Hub: run `hf auth login` with a write token, or set HF_TOKEN."
+)
 
 
 @dataclass(frozen=True)
@@ -237,7 +240,7 @@ def _inspect(project: Path, variant: Path) -> VariantStatus:
     except (OSError, ValueError, RuntimeError) as error:
         raise PublishError(
             f"build/{variant.name}/metadata.json cannot be read by the kernels loader "
-            f"({str(error).splitlines()[0]}): rebuild with `kscaffold build`."
+            f"({_first_line(error)}): rebuild with `kscaffold build`."
         ) from None
 
 
@@ -367,9 +370,7 @@ def publish(
     from huggingface_hub import get_token
 
     if get_token() is None:
-        raise PublishError(
-            "Not logged in to the Hub: run `hf auth login` with a write token, or set HF_TOKEN."
-        )
+        raise PublishError(_NOT_LOGGED_IN)
     if api is None:
         from huggingface_hub import HfApi
 
@@ -387,9 +388,7 @@ def _hub_error(error: Exception, repo_id: str) -> PublishError:
 
     owner = repo_id.split("/")[0]
     if isinstance(error, LocalTokenNotFoundError):
-        return PublishError(
-            "Not logged in to the Hub: run `hf auth login` with a write token, or set HF_TOKEN."
-        )
+        return PublishError(_NOT_LOGGED_IN)
     if isinstance(error, HfHubHTTPError):
         status = error.response.status_code if error.response is not None else None
         if status == 401:
@@ -403,13 +402,17 @@ def _hub_error(error: Exception, repo_id: str) -> PublishError:
                 f"publishing kernels needs approval, ask for it at {ACCESS_URL}, or publish "
                 "with --create-pr to a repository that already exists."
             )
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return PublishError(f"The Hub refused the release ({status}): {first}")
-    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return PublishError(f"The Hub refused the release ({status}): {_first_line(error)}")
     return PublishError(
-        f"Cannot reach the Hugging Face Hub ({type(error).__name__}: {first}): check the "
-        "network (or HF_ENDPOINT / HF_HUB_OFFLINE), then publish again."
+        f"Cannot reach the Hugging Face Hub ({type(error).__name__}: {_first_line(error)}): "
+        "check the network (or HF_ENDPOINT / HF_HUB_OFFLINE), then publish again."
     )
+
+
+def _first_line(error: Exception) -> str:
+    """The first line of ``error``'s message, or its type's name when it has none."""
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _tag_numbers(name: str) -> tuple[int, ...] | None:
