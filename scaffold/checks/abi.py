@@ -13,12 +13,13 @@ accepts knowingly.
 from __future__ import annotations
 
 import json
-import stat
 from collections import defaultdict
 from pathlib import Path
 
+from scaffold.artifacts import is_regular_file
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.provenance import is_local_builder
+from scaffold.vocabulary import BUILD_DIR
 
 MANYLINUX = "manylinux_2_28"
 PYTHON_ABI = "3.9"
@@ -31,7 +32,7 @@ def _libraries(build: Path) -> list[Path]:
             continue
         for path in sorted(variant.rglob("*.so")):
             # Never open a FIFO or device named like a library: reading it could block.
-            if stat.S_ISREG(path.lstat().st_mode):
+            if is_regular_file(path):
                 found.append(path)
     return found
 
@@ -47,7 +48,7 @@ def _is_local_build(variant: Path) -> bool:
 
 def check_abi(context: Context) -> list[Finding]:
     """Report manylinux_2_28 and abi3 violations of every ``build/<variant>/`` library."""
-    build = context.project / "build"
+    build = context.project / BUILD_DIR
     if not build.is_dir() or build.is_symlink():
         return []
     try:

@@ -16,6 +16,7 @@ from scaffold.buildconfig import BuildConfig
 from scaffold.compiler.plan import VariantPlan
 from scaffold.compiler.stubs import noarch_ops_py, ops_py
 from scaffold.provenance import KERNELS_MINVER, provenance, variant_digest
+from scaffold.vocabulary import BUILD_DIR
 
 _GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})
 
@@ -70,7 +71,7 @@ def python_files(config: BuildConfig) -> list[Path]:
 
 def install_variant(config: BuildConfig, plan: VariantPlan) -> list[Path]:
     """Write ``build/<variant>/`` from the scratch library; returns the files written."""
-    build_dir = config.project / "build"
+    build_dir = config.project / BUILD_DIR
     build_dir.mkdir(exist_ok=True)
     for leftover in build_dir.glob(f".{plan.variant}.*"):
         shutil.rmtree(leftover, ignore_errors=True)  # staging from an interrupted build
