@@ -18,6 +18,7 @@ from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
 from scaffold.flakepin import EDITION
 from scaffold.names import KNOWN_LICENSES
+from scaffold.safefs import read_regular_text
 from scaffold.vocabulary import (
     BUILD_TOML,
     BUILDABLE_SUFFIXES,
@@ -375,8 +376,10 @@ def _included_names(context: Context) -> set[str]:
         root = context.project / folder
         files = root.rglob("*") if root.is_dir() else [root]
         for path in files:
-            if path.suffix in SCANNED_SUFFIXES and path.is_file():
-                text = path.read_text(encoding="utf-8", errors="replace")
+            if path.suffix not in SCANNED_SUFFIXES:
+                continue
+            text = read_regular_text(path)  # None for a folder, a FIFO or an unreadable file
+            if text is not None:
                 names.update(PurePosixPath(m).name for m in _INCLUDE.findall(text))
     return names
 
