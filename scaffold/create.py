@@ -21,7 +21,7 @@ from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
 from scaffold.evolve import baseline_ref
 from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
 from scaffold.template import STAGING_PREFIX, render, template_dir
-from scaffold.vocabulary import DEFAULT_BACKENDS
+from scaffold.vocabulary import DEFAULT_BACKENDS, TORCH_EXT_DIR
 
 #: The largest major version: build.toml's version is a TOML integer (64-bit signed).
 MAX_VERSION = 2**63 - 1
@@ -113,8 +113,8 @@ def _check_rendered(tree: Path, spec: ProjectSpec) -> None:
         raise KscaffoldError(f"The template rendered an unreadable build.toml: {error}") from error
     if config.get("general", {}).get("name") != spec.name.name:
         raise KscaffoldError("The template rendered a build.toml for another kernel name.")
-    if not (tree / "torch-ext" / spec.name.python_name / "__init__.py").is_file():
-        raise KscaffoldError("The template rendered no Python package under torch-ext/.")
+    if not (tree / TORCH_EXT_DIR / spec.name.python_name / "__init__.py").is_file():
+        raise KscaffoldError(f"The template rendered no Python package under {TORCH_EXT_DIR}/.")
 
 
 def _rendered_files(tree: Path) -> list[str]:

@@ -25,6 +25,7 @@ from scaffold.vocabulary import (
     HEADER_SUFFIXES,
     SCANNED_SUFFIXES,
     SOURCE_DIRS,
+    TORCH_EXT_DIR,
 )
 
 #: Headers kernel-builder writes itself during every build: never listed, never committed.
@@ -223,7 +224,7 @@ def check_sources_exist(context: Context) -> list[Finding]:
                     )
                 )
     if context.python_name:
-        folder = "tvm-ffi-ext" if "tvm-ffi" in context.data else "torch-ext"
+        folder = "tvm-ffi-ext" if "tvm-ffi" in context.data else TORCH_EXT_DIR
         init = f"{folder}/{context.python_name}/__init__.py"
         if not (context.project / init).is_file():
             findings.append(
@@ -330,7 +331,7 @@ def _headers(context: Context) -> list[str]:
     generated |= {kept.path for kept in context.artifacts.kept if kept.tracked_artifact}
     # Files of the Python package with a pyext suffix ship with it (Nix copies them too):
     # headers there are data for a JIT compiler, not sources of the build.
-    package = f"torch-ext/{context.python_name}/" if context.python_name else None
+    package = f"{TORCH_EXT_DIR}/{context.python_name}/" if context.python_name else None
     torch = context.data.get("torch")
     pyext = torch.get("pyext") if isinstance(torch, dict) else None
     shipped = (

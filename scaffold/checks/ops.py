@@ -249,7 +249,7 @@ def _missing_wrappers(context: Context, schemas: list[OpSchema]) -> list[Finding
         return []
     package = context.project / TORCH_EXT_DIR / context.python_name
     used = _python_references(package)
-    init = f"torch-ext/{context.python_name}/__init__.py"
+    init = f"{TORCH_EXT_DIR}/{context.python_name}/__init__.py"
     findings: list[Finding] = []
     reported: set[str] = set()
     for schema in schemas:
