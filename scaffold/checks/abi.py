@@ -25,15 +25,16 @@ MANYLINUX = "manylinux_2_28"
 PYTHON_ABI = "3.9"
 
 
-def _libraries(build: Path) -> list[Path]:
-    found: list[Path] = []
+def _libraries(build: Path) -> list[tuple[Path, Path]]:
+    """Each ``build/<variant>/`` library, at any depth, with the variant folder it belongs to."""
+    found: list[tuple[Path, Path]] = []
     for variant in sorted(p for p in build.iterdir() if p.is_dir() and not p.is_symlink()):
         if not (variant / "metadata.json").is_file():
             continue
         for path in sorted(variant.rglob("*.so")):
             # Never open a FIFO or device named like a library: reading it could block.
             if is_regular_file(path):
-                found.append(path)
+                found.append((variant, path))
     return found
 
 
@@ -62,7 +63,7 @@ def check_abi(context: Context) -> list[Finding]:
             )
         ]
     findings: list[Finding] = []
-    for library in _libraries(build):
+    for variant, library in _libraries(build):
         where = library.relative_to(context.project).as_posix()
         try:
             binary = ObjectFile(library)
@@ -101,7 +102,7 @@ def check_abi(context: Context) -> list[Finding]:
                 f"{dep} {max(versions, key=lambda v: tuple(int(p) for p in v.split('.')))}"
                 for dep, versions in sorted(by_dep.items())
             )
-            make = warning if _is_local_build(library.parent) else error
+            make = warning if _is_local_build(variant) else error
             findings.append(
                 make(
                     where,
