@@ -444,7 +444,15 @@ def test_capabilities_intersect_as_kernel_builder_does(
     assert [str(arch) for arch in result] == kept
 
 
-def fake_plan(project: Path, backend: str, requested: list[str] | None = None) -> VariantPlan:
+def fake_plan(
+    project: Path,
+    backend: str,
+    requested: list[str] | None = None,
+    *,
+    python_name: str = "add_one",
+    stable_abi: tuple[int, int] | None = None,
+) -> VariantPlan:
+    """Plan ``backend`` of ``project`` against a fake CUDA 13.0 toolchain with no GPU visible."""
     config = load_build_config(project)
     toolkit = CudaToolkit(home=Path("/opt/cuda"), version=(13, 0))
     tools = Toolchain(
@@ -460,11 +468,12 @@ def fake_plan(project: Path, backend: str, requested: list[str] | None = None) -
     return plan_variant(
         config,
         backend=backend,
-        variant=variant_name(CUDA_TORCH, backend),
-        ops_name=ops_name("add_one", backend, "abc1234"),
+        variant=variant_name(CUDA_TORCH, backend, stable_abi=stable_abi),
+        ops_name=ops_name(python_name, backend, "abc1234"),
         scratch=project / ".kscaffold" / "build" / backend,
         tools=tools,
         archs=policy,
+        stable_abi=stable_abi,
     )
 
 

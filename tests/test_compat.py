@@ -13,23 +13,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from scaffold.buildconfig import load_build_config
 from scaffold.checks import check_project
 from scaffold.cli import app
 from scaffold.compiler import build_project
-from scaffold.compiler.archs import make_arch_policy
-from scaffold.compiler.plan import Toolchain, plan_variant, torch_target_version
-from scaffold.compiler.toolchain import CudaToolkit
-from scaffold.compiler.variant import ops_name, variant_name
+from scaffold.compiler.plan import torch_target_version
+from scaffold.compiler.variant import variant_name
 from scaffold.errors import CompileError, InvalidOptionError, ToolchainError
 from scaffold.preprocessor import Build, ConditionalMap, evaluate, exclusive, possible
 from tests.compat_projects import write_legacy_project, write_metal_project, write_noarch_project
 from tests.helpers import run, run_with_kernel
 from tests.test_build import (
     CUDA_TORCH,
-    SUPPORTED,
     RecordingReporter,
     cuda_toolkit_or_skip,
+    fake_plan,
     find_cuobjdump,
 )
 
@@ -130,28 +127,7 @@ def test_clean_dry_run_lists_no_source_file(legacy: Path) -> None:
 
 
 def cuda_plan(project: Path, requested: list[str]) -> tuple[list[str], object]:
-    config = load_build_config(project)
-    toolkit = CudaToolkit(home=Path("/opt/cuda"), version=(13, 0))
-    tools = Toolchain(
-        torch=CUDA_TORCH,
-        cxx=Path("/usr/bin/g++"),
-        python_include=Path("/py/include"),
-        cuda=toolkit,
-        cuda_include_dirs=(toolkit.include_dir,),
-    )
-    policy = make_arch_policy(
-        requested, supported=SUPPORTED, cuda_version=(13, 0), visible_gpus=lambda: ()
-    )
-    plan = plan_variant(
-        config,
-        backend="cuda",
-        variant=variant_name(CUDA_TORCH, "cuda", stable_abi=(2, 10)),
-        ops_name=ops_name("compat_ops", "cuda", "abc1234"),
-        scratch=project / ".kscaffold" / "build" / "cuda",
-        tools=tools,
-        archs=policy,
-        stable_abi=(2, 10),
-    )
+    plan = fake_plan(project, "cuda", requested, python_name="compat_ops", stable_abi=(2, 10))
     return list(plan.notes), plan
 
 
