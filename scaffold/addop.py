@@ -19,11 +19,10 @@ from scaffold.answers import load_answers
 from scaffold.errors import InvalidNameError, InvalidOptionError
 from scaffold.evolve import EvolveReport, evolve
 from scaffold.schema import find_schemas
-from scaffold.vocabulary import LIKE_KINDS, SKELETON_KIND
+from scaffold.vocabulary import LIKE_KINDS, OP_VARIANT_SUFFIXES, SKELETON_KIND
 
 #: Op names: lowercase snake case, as PyTorch names its ops; also a C++ and Python identifier.
 OP_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-_OUT_SUFFIX = "_out"
 #: Longer names would push generated lines past the 100 columns of the project's ruff.toml.
 _MAX_LENGTH = 20
 
@@ -81,12 +80,13 @@ class OpName:
                 f"Invalid op name '{name}': C++ reserves names with '__' and a trailing '_' "
                 "reads as a typo; use single '_' between words."
             )
-        if name.endswith(_OUT_SUFFIX):
-            raise InvalidNameError(
-                f"Invalid op name '{name}': names ending in '{_OUT_SUFFIX}' are the out= variants "
-                f"kscaffold declares for each op ('{name}' would be the one of "
-                f"'{name.removesuffix(_OUT_SUFFIX)}')."
-            )
+        for suffix, variant in OP_VARIANT_SUFFIXES.items():
+            if name.endswith(suffix):
+                raise InvalidNameError(
+                    f"Invalid op name '{name}': names ending in '{suffix}' name {variant} "
+                    f"kscaffold declares for each op ('{name}' would be the one of "
+                    f"'{name.removesuffix(suffix)}')."
+                )
         if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in _CXX_KEYWORDS:
             raise InvalidNameError(
                 f"Invalid op name '{name}': it is a Python or C++ keyword; choose another name."
@@ -123,11 +123,12 @@ def add_op(
             f"{project.name} already has an op named '{op.name}' (declared in {where}): "
             "choose another name."
         )
-    if f"{op.name}{_OUT_SUFFIX}" in declared:
-        raise InvalidOptionError(
-            f"{project.name} already declares '{op.name}{_OUT_SUFFIX}', the name of the out= "
-            f"variant kscaffold would declare for '{op.name}': choose another name."
-        )
+    for suffix, variant in OP_VARIANT_SUFFIXES.items():
+        if f"{op.name}{suffix}" in declared:
+            raise InvalidOptionError(
+                f"{project.name} already declares '{op.name}{suffix}', the name of {variant} "
+                f"kscaffold would declare for '{op.name}': choose another name."
+            )
     ops = [*(entry.as_answer() for entry in answers.ops)]
     ops.append({"name": op.name, "kind": like or SKELETON_KIND})
     return evolve(

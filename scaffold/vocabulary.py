@@ -34,6 +34,15 @@ BACKEND_DISPATCH_KEYS: Mapping[str, str] = {
 BACKEND_SOURCE_SUFFIXES: Mapping[str, str] = {"cpu": ".cpp", "cuda": ".cu"}
 
 # --------------------------------------------------------------------------------------------
+# Ops
+
+#: The ops the template declares besides each op ``<op>``: ``<op><suffix>``, with what each is.
+OP_VARIANT_SUFFIXES: Mapping[str, str] = {
+    "_out": "the out= variant",
+    "_no_grad": "the variant without autograd",
+}
+
+# --------------------------------------------------------------------------------------------
 # File suffixes
 
 #: C++ sources, compiled by the host compiler.

@@ -131,8 +131,8 @@ def test_schemas_and_registrations_are_read_from_cpp(tmp_path: Path) -> None:
 def test_a_generated_project_has_its_schemas_and_registrations(tmp_path: Path) -> None:
     project = new_project(tmp_path / "k", backends=("cpu", "cuda"), git=False)
 
-    assert [schema.name for schema in find_schemas(project)] == ["relu", "relu_out"]
+    assert [schema.name for schema in find_schemas(project)] == ["relu", "relu_no_grad", "relu_out"]
     assert find_registrations(project) == {
-        "CPU": {"relu", "relu_out"},
-        "CUDA": {"relu", "relu_out"},
+        "CPU": {"relu", "relu_no_grad", "relu_out"},
+        "CUDA": {"relu", "relu_no_grad", "relu_out"},
     }

@@ -379,6 +379,7 @@ def test_opcheck(
     shape, dtype, requires_grad = case
     image = random_image(shape, dtype, device).requires_grad_(requires_grad)
     torch.library.opcheck(kernel.ops.img2gray.default, (image,))
+    torch.library.opcheck(kernel.ops.img2gray_no_grad.default, (image.detach(),))
     # Initialised: opcheck copies out, and a copy of unwritten memory is an initcheck error.
     out = torch.zeros(shape, dtype=dtype, device=device)
     torch.library.opcheck(kernel.ops.img2gray_out.default, (out, image.detach()))

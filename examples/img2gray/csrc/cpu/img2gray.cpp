@@ -282,5 +282,6 @@ void img2gray_out_cpu(at::Tensor& out, const at::Tensor& image) {
 
 TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, m) {
   m.impl("img2gray", &img2gray::img2gray_cpu);
+  m.impl("img2gray_no_grad", &img2gray::img2gray_cpu);
   m.impl("img2gray_out", &img2gray::img2gray_out_cpu);
 }

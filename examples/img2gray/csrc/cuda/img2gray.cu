@@ -2,14 +2,19 @@
 //
 // Each thread converts one step of 16 bytes of output: 16 uint8 pixels, 8 half or bfloat16
 // pixels, 4 float32 or 2 float64 pixels, read as three 16-byte loads and written as one 16-byte
-// store. That keeps 48 bytes per thread in flight (about 100 KB per multiprocessor at full
-// occupancy), which is what it takes to approach the bandwidth of a device copy. The pixels after
-// the last whole step, and images whose data is not 16-byte aligned (a view that starts inside its
-// storage), take a one-pixel-per-thread path with the same arithmetic, so every path gives the
-// same values, bit for bit.
+// store. The grid is as large as the work, one step per thread, and the accesses are streaming
+// (evict-first) ones: the image is read once and the result written once. Measured on an H200,
+// that runs above the bandwidth of a device copy of the same bytes (the traffic is 3/4 reads);
+// a grid capped at a few blocks per multiprocessor, with threads looping, was 4 % slower, and
+// streaming loads without streaming stores 8 % slower. The pixels after the last whole step, and
+// images whose data is not 16-byte aligned (a view that starts inside its storage), take a
+// one-pixel-per-thread path with the same arithmetic, so every path gives the same values, bit
+// for bit.
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -25,8 +30,8 @@ namespace img2gray {
 namespace {
 
 constexpr int kThreadsPerBlock = 256;
-// Blocks per multiprocessor at most (8 fill it with 2048 threads); past that, threads loop.
-constexpr int64_t kMaxBlocksPerSM = 32;
+// The most blocks a launch may have (gridDim.x); past that, threads loop.
+constexpr int64_t kMaxBlocks = std::numeric_limits<int32_t>::max();
 constexpr int kAccessBytes = 16;
 
 // One step of a thread: the output values it writes with one 16-byte store, and the three
@@ -60,17 +65,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock) img2gray_kernel(
     using vector_t = Vector<scalar_t>;
     constexpr int kPixels = step_t::kPixels;
     const int64_t steps = num_pixels / kPixels;
-    const auto* rgb_steps = reinterpret_cast<const step_t*>(rgb);
-    auto* gray_vectors = reinterpret_cast<vector_t*>(gray);
+    const auto* rgb_words = reinterpret_cast<const uint4*>(rgb);
+    auto* gray_words = reinterpret_cast<uint4*>(gray);
     for (int64_t s = first; s < steps; s += stride) {
       // Three independent 16-byte loads, all issued before the first use.
-      const step_t step = rgb_steps[s];
+      const uint4 words[3] = {
+          __ldcs(rgb_words + 3 * s), __ldcs(rgb_words + 3 * s + 1), __ldcs(rgb_words + 3 * s + 2)};
+      step_t step;
+      std::memcpy(&step, words, sizeof(step));  // Register moves: no copy in the machine code.
       vector_t out;
 #pragma unroll
       for (int p = 0; p < kPixels; ++p) {
         out.values[p] = luma(step.rgb[3 * p], step.rgb[3 * p + 1], step.rgb[3 * p + 2]);
       }
-      gray_vectors[s] = out;
+      uint4 out_word;
+      std::memcpy(&out_word, &out, sizeof(out_word));
+      __stcs(gray_words + s, out_word);
     }
     done = steps * kPixels;
   }
@@ -83,9 +93,8 @@ template <typename scalar_t, bool vectorized>
 void launch(const scalar_t* rgb, scalar_t* gray, int64_t num_pixels, cudaStream_t stream) {
   const int64_t per_thread = vectorized ? Step<scalar_t>::kPixels : 1;
   const int64_t threads_needed = (num_pixels + per_thread - 1) / per_thread;
-  const int64_t max_blocks = kMaxBlocksPerSM * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const auto blocks = static_cast<unsigned int>(
-      std::min((threads_needed + kThreadsPerBlock - 1) / kThreadsPerBlock, max_blocks));
+      std::min((threads_needed + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
   img2gray_kernel<scalar_t, vectorized><<<blocks, kThreadsPerBlock, 0, stream>>>(
       rgb, gray, num_pixels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -139,5 +148,6 @@ void img2gray_out_cuda(at::Tensor& out, const at::Tensor& image) {
 
 TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, m) {
   m.impl("img2gray", &img2gray::img2gray_cuda);
+  m.impl("img2gray_no_grad", &img2gray::img2gray_cuda);
   m.impl("img2gray_out", &img2gray::img2gray_out_cuda);
 }

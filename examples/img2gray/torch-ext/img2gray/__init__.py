@@ -49,9 +49,8 @@ def img2gray(image: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.T
         if image.requires_grad and torch.is_grad_enabled():
             # The op with the autograd formula registered below.
             return ops.img2gray(image)
-        # Otherwise the out= op: the same kernel, without the Python autograd layer that
-        # torch.library.register_autograd puts in front of the op (several µs a call).
-        out = image.new_empty(image.shape[:-1])
+        # The same kernel without the Python autograd layer in front: several µs a call faster.
+        return ops.img2gray_no_grad(image)
     ops.img2gray_out(out, image)
     return out
 
@@ -86,6 +85,7 @@ def _check_image(image: torch.Tensor) -> None:
 
 
 @torch.library.register_fake(add_op_namespace_prefix("img2gray"))
+@torch.library.register_fake(add_op_namespace_prefix("img2gray_no_grad"))
 def _img2gray_fake(image: torch.Tensor) -> torch.Tensor:
     # What torch.compile and the meta device see: the checks and the result's shape and dtype.
     _check_image(image)
