@@ -133,38 +133,50 @@ def _elapsed_ms(run: Callable[[], None], device: torch.device) -> float:
 
 
 def time_us(
-    fn: Callable[[int], object],
+    fns: dict[str, Callable[[int], object]],
     device: torch.device,
     *,
     round_ms: float = 20.0,
-) -> float:
-    """Microseconds per call of `fn(i)` (i counts calls), called back to back.
+) -> dict[str, float]:
+    """Microseconds per call of each `fn(i)` (i counts calls), called back to back.
 
     Each timed round makes enough calls to last about `round_ms`, so that timer resolution and the
     start of a round do not count; on a GPU the time per call is the larger of the host's and the
-    device's, as it is in a program that calls the kernel in a loop. A GPU gives the median of 7
-    rounds; the CPU the fastest of 15, since other processes on the machine only ever add time.
+    device's, as it is in a program that calls the kernel in a loop. The rounds of the functions
+    take turns, so that a machine that slows down or speeds up during the run shifts every
+    function alike and leaves their ratios alone. A GPU gives the median of 7 rounds; the CPU the
+    fastest of 15, since other processes on the machine only ever add time.
     """
     counter = iter(range(1 << 62))
 
-    def loop(calls: int) -> Callable[[], None]:
+    def loop(fn: Callable[[int], object], calls: int) -> Callable[[], None]:
         def run() -> None:
             for _ in range(calls):
                 fn(next(counter))
 
         return run
 
-    loop(3)()  # Warm-up: lazy loading, allocator, compilation.
-    _synchronize(device)
-    once = max(_elapsed_ms(loop(1), device), 1e-3)
-    calls = max(1, min(10_000, int(round_ms / once)))
-    if device.type == "cuda":
-        return statistics.median(_elapsed_ms(loop(calls), device) * 1e3 / calls for _ in range(7))
-    return min(_elapsed_ms(loop(calls), device) * 1e3 / calls for _ in range(15))
+    rounds: dict[str, tuple[Callable[[], None], int]] = {}
+    for name, fn in fns.items():
+        loop(fn, 3)()  # Warm-up: lazy loading, allocator, compilation.
+        _synchronize(device)
+        once = max(_elapsed_ms(loop(fn, 1), device), 1e-3)
+        calls = max(1, min(10_000, int(round_ms / once)))
+        rounds[name] = (loop(fn, calls), calls)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(7 if device.type == "cuda" else 15):
+        for name, (run, calls) in rounds.items():
+            times[name].append(_elapsed_ms(run, device) * 1e3 / calls)
+    pick = statistics.median if device.type == "cuda" else min
+    return {name: pick(values) for name, values in times.items()}
 
 
-def graph_time_us(fn: Callable[[int], object], device: torch.device, calls: int = 50) -> float:
-    """Microseconds per call of `fn` replayed from a CUDA graph: the device's time, no host's."""
+#: How many calls one CUDA graph replays in the host-overhead row.
+GRAPH_CALLS = 50
+
+
+def graph_replay(fn: Callable[[int], object], device: torch.device) -> Callable[[int], object]:
+    """A function that replays GRAPH_CALLS calls of `fn` captured in a CUDA graph: no host work."""
     stream = torch.cuda.Stream(device)
     stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream):
@@ -173,9 +185,9 @@ def graph_time_us(fn: Callable[[int], object], device: torch.device, calls: int 
     torch.cuda.current_stream(device).wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        for i in range(calls):
+        for i in range(GRAPH_CALLS):
             fn(i)
-    return time_us(lambda _: graph.replay(), device) / calls
+    return lambda _: graph.replay()
 
 
 # --- one run -------------------------------------------------------------------------------------
@@ -235,12 +247,15 @@ def measure(
     # The copy moves the same bytes: half of them read, half written.
     sources = [torch.empty(moved // 2, dtype=torch.uint8, device=device) for _ in range(sets)]
     targets = [torch.empty_like(s) for s in sources]
-    us = {
-        "kernel": time_us(lambda i: op.call_out(kernel, xs[i % sets], outs[i % sets]), device),
-        "eager": time_us(lambda i: op.reference(xs[i % sets]), device),
-        "compile": time_us(lambda i: compiled(xs[i % sets]), device),
-        "copy": time_us(lambda i: targets[i % sets].copy_(sources[i % sets]), device),
-    }
+    us = time_us(
+        {
+            "kernel": lambda i: op.call_out(kernel, xs[i % sets], outs[i % sets]),
+            "eager": lambda i: op.reference(xs[i % sets]),
+            "compile": lambda i: compiled(xs[i % sets]),
+            "copy": lambda i: targets[i % sets].copy_(sources[i % sets]),
+        },
+        device,
+    )
     return Row(
         workload.name,
         workload.size,
@@ -263,11 +278,11 @@ def host_overhead(
         "kernel_out": lambda _: op.call_out(kernel, x, out),
         "clone": lambda _: x.clone(),
     }
-    times: dict[str, float] = {}
-    for name, call in calls.items():
-        times[f"{name}_us"] = time_us(call, device)
-        times[f"{name}_graph_us"] = graph_time_us(call, device)
-    return times
+    launched = time_us(calls, device)
+    replayed = time_us({name: graph_replay(call, device) for name, call in calls.items()}, device)
+    return {f"{name}_us": us for name, us in launched.items()} | {
+        f"{name}_graph_us": us / GRAPH_CALLS for name, us in replayed.items()
+    }
 
 
 def machine(device: torch.device) -> str:
