@@ -21,6 +21,17 @@ DEFAULT_BACKENDS: tuple[str, ...] = SUPPORTED_BACKENDS
 #: Every backend kernel-builder's edition 5 accepts in ``general.backends`` and ``[kernel.*]``.
 KNOWN_BACKENDS: tuple[str, ...] = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 
+#: The backends kernel-builder's Nix release build has build sets for (nix-builder/lib); a project
+#: that declares none of them (a neuron-only kernel) has nothing for ``nix build`` to build.
+NIX_BUILT_BACKENDS: tuple[str, ...] = ("cpu", "cuda", "metal", "rocm", "tpu", "xpu")
+
+#: Backends whose ``build/torch-<backend>/`` (the pure-Python variant kernel-builder names) the
+#: ``kernels`` loader never picks, and why: kernels 0.17.2 looks for ``torch-npu`` on CANN.
+UNLOADABLE_NOARCH_BACKENDS: Mapping[str, str] = {
+    "cann": "kernels 0.17.2 loads a pure-Python kernel on CANN from build/torch-npu/, never from "
+    "build/torch-cann/, the folder kernel-builder names for it",
+}
+
 #: The dispatch key each backend registers its kernels under (``TORCH_LIBRARY_IMPL``).
 BACKEND_DISPATCH_KEYS: Mapping[str, str] = {
     "cpu": "CPU",

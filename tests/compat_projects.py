@@ -7,7 +7,9 @@ schemas and registrations under ``#if``/``#else``, two CPU tables (one with an `
 and ``cxx-flags``), two CUDA tables declared for ``9.0a`` and ``10.0a`` (a ``__device__``
 lambda in the first), and a ``pyext`` data file read by the Python package.
 ``write_noarch_project`` is a pure-Python ``[torch-noarch]`` kernel; ``write_metal_project`` a
-Metal-only one.
+Metal-only one. ``write_stray_namespace_project`` is a pure-Python kernel whose op is registered
+under a namespace of its own (kernel-builder refuses to build it); ``write_neuron_project`` a
+pure-Python kernel for Neuron only, with no flake.nix (kernel-builder's Nix builds no Neuron).
 """
 
 from __future__ import annotations
@@ -266,6 +268,61 @@ src = ["relu_metal/relu.mm", "relu_metal/relu.metal"]
 """
 
 
+STRAY_NAMESPACE_BUILD_TOML = """\
+[general]
+name = "stray-ns"
+version = 1
+edition = 5
+license = "mit"
+backends = ["cpu", "cuda"]
+
+[torch-noarch]
+
+[kernel]
+"""
+
+# The op is registered as "mine::double_it" instead of add_op_namespace_prefix("double_it").
+STRAY_NAMESPACE_OPS_PY = """\
+import torch
+
+from ._ops import add_op_namespace_prefix
+
+
+@torch.library.custom_op("mine::double_it", mutates_args=())
+def double_it(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@torch.library.register_fake(add_op_namespace_prefix("halve"))
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+def helper():
+    @torch.library.custom_op("nested::ok", mutates_args=())  # not module level: not checked
+    def inner(x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    return inner
+"""
+
+NEURON_BUILD_TOML = """\
+[general]
+name = "neuron-relu"
+version = 1
+edition = 5
+license = "mit"
+backends = ["neuron"]
+
+[general.neuron]
+python-depends = ["nki"]
+
+[torch-noarch]
+
+[kernel]
+"""
+
+
 def _write(root: Path, files: dict[str, str]) -> Path:
     for relative, text in files.items():
         path = root / relative
@@ -313,5 +370,26 @@ def write_metal_project(root: Path) -> Path:
             "torch-ext/metal_only/__init__.py": "",
             "relu_metal/relu.mm": "// Objective-C++ host code\n",
             "relu_metal/relu.metal": "// Metal shader\n",
+        },
+    )
+
+
+def write_stray_namespace_project(root: Path) -> Path:
+    return _write(
+        root,
+        {
+            "build.toml": STRAY_NAMESPACE_BUILD_TOML,
+            "torch-ext/stray_ns/__init__.py": "from .ops import double_it\n",
+            "torch-ext/stray_ns/ops.py": STRAY_NAMESPACE_OPS_PY,
+        },
+    )
+
+
+def write_neuron_project(root: Path) -> Path:
+    return _write(
+        root,
+        {
+            "build.toml": NEURON_BUILD_TOML,
+            "torch-ext/neuron_relu/__init__.py": "from ._ops import ops\n\nrelu = None\n",
         },
     )

@@ -18,9 +18,15 @@ from scaffold.cli import app
 from scaffold.compiler import build_project
 from scaffold.compiler.plan import torch_target_version
 from scaffold.compiler.variant import variant_name
-from scaffold.errors import CompileError, InvalidOptionError, ToolchainError
+from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
 from scaffold.preprocessor import Build, ConditionalMap, evaluate, exclusive, possible
-from tests.compat_projects import write_legacy_project, write_metal_project, write_noarch_project
+from tests.compat_projects import (
+    write_legacy_project,
+    write_metal_project,
+    write_neuron_project,
+    write_noarch_project,
+    write_stray_namespace_project,
+)
 from tests.helpers import run, run_with_kernel
 from tests.test_build import (
     CUDA_TORCH,
@@ -210,6 +216,78 @@ def test_noarch_builds_one_variant_per_backend_without_compiling(tmp_path: Path)
     assert metadata["id"] == results[1].ops_name
     assert f'"{results[1].ops_name}"' in (cuda / "_ops.py").read_text()
     assert not [f for f in check_project(project) if f.is_error]
+
+
+def test_an_op_registered_outside_the_namespace_is_refused_as_kernel_builder_does(
+    tmp_path: Path,
+) -> None:
+    project = write_stray_namespace_project(tmp_path / "stray-ns")
+    (project / "flake.nix").write_text(FLAKE, encoding="utf-8")
+    errors = [f for f in check_project(project) if f.is_error]
+    # Only the module-level registration with a literal namespace; the prefixed fake and the
+    # nested one are what kernel-builder's torch-ops-check lets through.
+    assert [(f.location, f.message.split(" registers")[0]) for f in errors] == [
+        ("torch-ext/stray_ns/ops.py:6", '@custom_op("mine::double_it") on function double_it')
+    ]
+    assert 'add_op_namespace_prefix("double_it")' in errors[0].fix
+    with pytest.raises(BuildConfigError) as raised:
+        build_project(project)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith('torch-ext/stray_ns/ops.py:6: @custom_op("mine::double_it")')
+    assert "kernel-builder refuses to build" in message
+    assert not (project / "build").exists()
+    ops = project / "torch-ext" / "stray_ns" / "ops.py"
+    ops.write_text(
+        ops.read_text().replace('"mine::double_it"', 'add_op_namespace_prefix("double_it")')
+    )
+    assert not [f for f in check_project(project) if f.is_error]
+    assert [r.variant for r in build_project(project)] == ["torch-cpu", "torch-cuda"]
+
+
+def test_a_neuron_only_kernel_builds_the_variant_the_loader_picks_on_neuron(
+    tmp_path: Path,
+) -> None:
+    from kernels.backends import CPU, Neuron
+    from kernels.variants import _resolve_variant_for_system, get_variants_local
+
+    project = write_neuron_project(tmp_path / "neuron-relu")
+    # No flake.nix: kernel-builder's Nix has no Neuron build set, so check does not ask for one.
+    assert not [f for f in check_project(project) if f.is_error]
+    with pytest.raises(InvalidOptionError, match="declares backends neuron, not cpu"):
+        build_project(project, backend="cpu")
+    assert [r.variant for r in build_project(project)] == ["torch-neuron"]
+    metadata = json.loads((project / "build" / "torch-neuron" / "metadata.json").read_text())
+    assert metadata["backend"] == {"type": "neuron"}
+    assert metadata["python-depends"] == ["nki"]
+
+    def picked(backend: object) -> list[str]:
+        variants, _ = _resolve_variant_for_system(
+            variants=get_variants_local(project / "build"),
+            selected_backend=backend,
+            cpu="x86_64",
+            os="linux",
+            torch_version=None,
+            torch_cxx11_abi=None,
+            tvm_ffi_version=None,
+            macos_version=None,
+        )
+        return [variant.variant_str for variant in variants]
+
+    assert picked(Neuron()) == ["torch-neuron"]
+    assert picked(CPU()) == []
+
+
+def test_a_noarch_variant_the_loader_never_picks_is_skipped_or_refused(tmp_path: Path) -> None:
+    project = write_noarch_project(tmp_path / "pure-gelu")
+    toml = project / "build.toml"
+    toml.write_text(toml.read_text().replace('["cpu", "cuda"]', '["cpu", "cann"]'))
+    reporter = RecordingReporter()
+    assert [r.variant for r in build_project(project, reporter=reporter)] == ["torch-cpu"]
+    assert any("Skipping the cann backend" in n and "torch-npu" in n for n in reporter.notes)
+    with pytest.raises(ToolchainError, match=r"^Cannot build the cann variant: .*torch-npu"):
+        build_project(project, backend="cann")
+    assert not (project / "build" / "torch-cann").exists()
 
 
 # --- slow: compile, link, load -------------------------------------------------------------------

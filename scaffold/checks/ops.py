@@ -12,6 +12,7 @@ from pathlib import Path
 
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.preprocessor import Build, exclusive, possible
+from scaffold.pyregistrations import find_unprefixed_registrations
 from scaffold.safefs import read_regular_text
 from scaffold.schema import (
     COMPOSITE_KEYS,
@@ -128,6 +129,24 @@ def check_ops(context: Context) -> list[Finding]:
     findings.extend(_undeclared_impls(context, schemas, registrations))
     findings.extend(_missing_wrappers(context, schemas))
     return findings
+
+
+def check_python_registrations(context: Context) -> list[Finding]:
+    """No Python ``torch.library`` registration names an op outside the build's namespace.
+
+    kernel-builder stops every build of such a kernel (its torch-ops-check), whatever the
+    framework, so this is an error for ``[torch]`` and ``[torch-noarch]`` kernels alike.
+    """
+    return [
+        error(
+            found.location(context.project),
+            f"{found.what()} registers an op outside the "
+            "build's namespace: kernel-builder refuses to build the kernel, and two builds "
+            "loaded in one process would collide.",
+            f"{found.fix()}.",
+        )
+        for found in find_unprefixed_registrations(context.project)
+    ]
 
 
 def _builds(context: Context) -> list[Build]:

@@ -38,7 +38,14 @@ from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import noarch_variant_name, ops_name, variant_name
 from scaffold.errors import BuildConfigError, InvalidOptionError, ToolchainError
 from scaffold.manifest import record_generated
-from scaffold.vocabulary import BUILD_DIR, BUILD_TOML, SCRATCH_DIR, SUPPORTED_BACKENDS
+from scaffold.pyregistrations import refuse_unprefixed_registrations
+from scaffold.vocabulary import (
+    BUILD_DIR,
+    BUILD_TOML,
+    SCRATCH_DIR,
+    SUPPORTED_BACKENDS,
+    UNLOADABLE_NOARCH_BACKENDS,
+)
 
 #: The lock a build holds in SCRATCH_DIR, so concurrent builds of one project take turns.
 LOCK_NAME = "build.lock"
@@ -107,6 +114,7 @@ def build_project(
             "build (it builds [torch] and [torch-noarch] kernels): build it with kernel-builder."
         )
     config.check_sources()
+    refuse_unprefixed_registrations(project)
     state = project / SCRATCH_DIR
     _usable_folder(project, project / BUILD_DIR, create=False)
     _usable_folder(project, state, create=True)
@@ -384,6 +392,12 @@ def _build_noarch(
                 f"{BUILD_TOML} declares backends {', '.join(config.backends)}, not {requested}."
             )
         backends = [requested]
+    for name in [name for name in backends if name in UNLOADABLE_NOARCH_BACKENDS]:
+        reason = UNLOADABLE_NOARCH_BACKENDS[name]
+        if requested is not None or len(backends) == 1:
+            raise ToolchainError(f"Cannot build the {name} variant: {reason}.")
+        reporter.backend_skipped(name, f"{reason}.")
+        backends.remove(name)
     state = config.project / SCRATCH_DIR
     uid = project_uid(config.project, [config.project / BUILD_TOML, *python_files(config)], state)
     write_if_changed(state / ".gitignore", "*\n")
