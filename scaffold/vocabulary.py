@@ -94,6 +94,8 @@ BENCHMARKS_DIR = "benchmarks"
 BUILD_DIR = "build"
 #: kscaffold's scratch space (incremental builds, state).
 SCRATCH_DIR = ".kscaffold"
+#: The compilation database ``build`` writes at the project's root, for IDEs and clangd.
+COMPDB_NAME = "compile_commands.json"
 #: The file that declares every op's schema, once for all backends.
 BINDING_HEADER = f"{TORCH_EXT_DIR}/torch_binding.h"
 

@@ -13,7 +13,7 @@ import filelock
 
 from scaffold.buildconfig import BuildConfig, load_build_config
 from scaffold.compiler.archs import ArchPolicy, make_arch_policy
-from scaffold.compiler.compdb import COMPDB_NAME, update_compile_commands
+from scaffold.compiler.compdb import update_compile_commands
 from scaffold.compiler.deps import resolve_dependencies
 from scaffold.compiler.devarchs import development_archs
 from scaffold.compiler.install import install_variant, python_files, remove_stale_libraries
@@ -42,6 +42,7 @@ from scaffold.pyregistrations import refuse_unprefixed_registrations
 from scaffold.vocabulary import (
     BUILD_DIR,
     BUILD_TOML,
+    COMPDB_NAME,
     SCRATCH_DIR,
     SUPPORTED_BACKENDS,
     UNLOADABLE_NOARCH_BACKENDS,

@@ -14,8 +14,7 @@ from pathlib import Path
 from scaffold.artifacts import is_regular_file
 from scaffold.compiler.ninjafile import write_if_changed
 from scaffold.manifest import load_manifest, sha256_file
-
-COMPDB_NAME = "compile_commands.json"
+from scaffold.vocabulary import COMPDB_NAME
 
 
 def owns_compile_commands(project: Path) -> bool:

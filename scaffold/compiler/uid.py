@@ -16,12 +16,12 @@ from pathlib import Path
 
 from scaffold.gitutil import git_available, run_git
 from scaffold.manifest import write_atomically
-from scaffold.vocabulary import BUILD_DIR, SCRATCH_DIR
+from scaffold.vocabulary import BUILD_DIR, COMPDB_NAME, SCRATCH_DIR
 
 #: Git's id of the empty tree: the base of a repository that has no commit yet.
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 #: What kscaffold itself writes into a project; it must not make the tree dirty.
-GENERATED_PATHS = (BUILD_DIR, SCRATCH_DIR, "compile_commands.json")
+GENERATED_PATHS = (BUILD_DIR, SCRATCH_DIR, COMPDB_NAME)
 #: Outside git: the source hash of the first build, which later builds compare against.
 _BASELINE_FILE = "source-baseline"
 
