@@ -73,6 +73,16 @@ class UnprefixedRegistration:
         target = f'"{self.literal}"' if self.literal is not None else "..."
         return f"@{self.decorator}({target}) on {self.kind} {self.name}"
 
+    def problem(self, others: str = "") -> str:
+        """What is wrong, in the words ``check`` and ``build`` both use.
+
+        ``others`` follows the registration it names: " (and 2 more)".
+        """
+        return (
+            f"{self.what()}{others} registers an op outside the build's namespace, which "
+            "kernel-builder refuses to build"
+        )
+
     def fix(self) -> str:
         return (
             f'Write @torch.library.{self.decorator}(add_op_namespace_prefix("{self.op}"), ...), '
@@ -152,6 +162,5 @@ def refuse_unprefixed_registrations(project: Path) -> None:
         return
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     raise BuildConfigError(
-        f"{found[0].location(project)}: {found[0].what()}{more} registers an op outside the "
-        f"build's namespace, which kernel-builder refuses to build. {found[0].fix()}."
+        f"{found[0].location(project)}: {found[0].problem(more)}. {found[0].fix()}."
     )

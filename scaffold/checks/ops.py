@@ -140,9 +140,7 @@ def check_python_registrations(context: Context) -> list[Finding]:
     return [
         error(
             found.location(context.project),
-            f"{found.what()} registers an op outside the "
-            "build's namespace: kernel-builder refuses to build the kernel, and two builds "
-            "loaded in one process would collide.",
+            f"{found.problem()}; two builds loaded in one process would collide.",
             f"{found.fix()}.",
         )
         for found in find_unprefixed_registrations(context.project)
