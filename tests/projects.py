@@ -9,8 +9,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from scaffold.create import ProjectSpec, create_project
-from scaffold.manifest import record_generated
+from scaffold.grow.create import create_project
+from scaffold.outputs.manifest import record_generated
+from scaffold.project.spec import ProjectSpec
 from tests.helpers import run
 
 #: The variant name a CPU build with this machine's torch would get (only its shape matters here).

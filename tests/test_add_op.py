@@ -18,12 +18,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from scaffold.addop import OpName, add_op
-from scaffold.answers import load_answers
 from scaffold.checks import check_project
 from scaffold.cli import app
 from scaffold.compiler import build_project
-from scaffold.create import ProjectSpec
 from scaffold.errors import (
     DirtyTreeError,
     InvalidNameError,
@@ -31,9 +28,13 @@ from scaffold.errors import (
     MergeConflictError,
     NotAProjectError,
 )
-from scaffold.evolve import BASELINE_REF, add_backend
-from scaffold.gitutil import read_ref_files
-from scaffold.template import render_files
+from scaffold.grow.addop import add_op
+from scaffold.grow.evolve import BASELINE_REF, add_backend
+from scaffold.grow.template import render_files
+from scaffold.project.answers import load_answers
+from scaffold.project.names import OpName
+from scaffold.project.spec import ProjectSpec
+from scaffold.support.gitutil import read_ref_files
 from tests.helpers import snapshot
 from tests.projects import commit_all, copy_project, new_project
 from tests.test_build import cuda_toolkit_or_skip

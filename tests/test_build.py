@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from scaffold._version import __version__
-from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.compiler.archs import (
     CudaArch,
@@ -46,9 +45,10 @@ from scaffold.compiler.toolchain import (
 from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
-from scaffold.gitutil import init_and_commit, run_git
-from scaffold.manifest import load_manifest, record_generated
-from scaffold.provenance import KERNELS_MINVER
+from scaffold.outputs.manifest import load_manifest, record_generated
+from scaffold.outputs.provenance import KERNELS_MINVER
+from scaffold.project.buildconfig import KernelSection, load_build_config
+from scaffold.support.gitutil import init_and_commit, run_git
 from tests.helpers import run, run_with_kernel
 
 CPU_TORCH = TorchInstall(root=Path("/t"), version="2.13.0+cpu", cuda=None, cxx11_abi=True)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.buildconfig import load_build_config
 from scaffold.errors import BuildConfigError, NotAProjectError
+from scaffold.project.buildconfig import load_build_config
 
 VALID = """\
 [general]

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from scaffold.checks import check_project
-from scaffold.clean import CleanReport, clean_project
 from scaffold.cli import app
 from scaffold.errors import NotAProjectError
-from scaffold.manifest import MANIFEST_PATH
+from scaffold.outputs.manifest import MANIFEST_PATH
+from scaffold.release.clean import CleanReport, clean_project
 from tests.helpers import no_hang, snapshot
 from tests.projects import (
     SIMULATED_VARIANT,
@@ -407,7 +407,7 @@ ARTIFACT_LIKE_NAMES = (
     "__init__.py",
     "x.txt",
 )
-# Folders only tools create: what lies in them is theirs (documented in scaffold.artifacts).
+# Folders only tools create: what lies in them is theirs (documented in scaffold.outputs.artifacts).
 _TOOL_OWNED = {".kscaffold", "_cmake_build", "__pycache__", ".git"}
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from scaffold import create
 from scaffold._version import __version__
 from scaffold.cli import app
+from scaffold.grow import create
 from tests.helpers import run, snapshot
 
 runner = CliRunner()

@@ -19,7 +19,7 @@ from scaffold.compiler import build_project
 from scaffold.compiler.plan import torch_target_version
 from scaffold.compiler.variant import variant_name
 from scaffold.errors import BuildConfigError, CompileError, InvalidOptionError, ToolchainError
-from scaffold.preprocessor import Build, ConditionalMap, evaluate, exclusive, possible
+from scaffold.project.preprocessor import Build, ConditionalMap, evaluate, exclusive, possible
 from tests.compat_projects import (
     write_legacy_project,
     write_metal_project,

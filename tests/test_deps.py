@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.compiler import build_project
 from scaffold.compiler.deps import find_cutlass, resolve_dependencies
 from scaffold.compiler.plan import Toolchain, plan_variant
 from scaffold.compiler.toolchain import CudaToolkit
 from scaffold.compiler.variant import ops_name, variant_name
 from scaffold.errors import ToolchainError
+from scaffold.project.buildconfig import KernelSection, load_build_config
 from tests.test_build import CUDA_TORCH, RecordingReporter, load_and_call, write_project
 
 

@@ -8,17 +8,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from scaffold import template as template_module
 from scaffold.cli import app
-from scaffold.create import ProjectSpec, create_project
 from scaffold.errors import (
     DirtyTreeError,
     InvalidOptionError,
     MergeConflictError,
     NotAProjectError,
 )
-from scaffold.evolve import add_backend, update_project
-from scaffold.template import render_files
+from scaffold.grow import template as template_module
+from scaffold.grow.create import create_project
+from scaffold.grow.evolve import add_backend, update_project
+from scaffold.grow.template import render_files
+from scaffold.project.spec import ProjectSpec
 from tests.helpers import run, snapshot
 
 

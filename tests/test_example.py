@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from scaffold.create import ProjectSpec, create_project
+from scaffold.grow.create import create_project
+from scaffold.project.spec import ProjectSpec
 from tests.helpers import EXAMPLES_DIR, snapshot
 
 REFRESH = (
@@ -35,6 +36,13 @@ def test_img2gray_example_is_byte_identical_to_a_fresh_generation(tmp_path: Path
 def test_readme_gives_the_refresh_command() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert REFRESH in readme
+
+
+def test_readme_names_every_file_added_beside_the_generated_tree() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## The worked example", 1)[1].split("\n## ", 1)[0]
+    for measurement in MEASUREMENTS:
+        assert f"`{measurement}`" in section, measurement
 
 
 def test_benchmarks_md_gives_machine_torch_and_date_of_each_run() -> None:

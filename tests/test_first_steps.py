@@ -21,23 +21,23 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from scaffold import project_tests
-from scaffold.buildconfig import KernelSection, load_build_config
 from scaffold.cli import app
+from scaffold.cli.hints import next_steps, tool_commands
 from scaffold.compiler import BuildReporter, BuildResult, api
 from scaffold.compiler.archs import default_arch_list
 from scaffold.compiler.devarchs import development_archs
-from scaffold.create import ProjectSpec
 from scaffold.errors import InvalidOptionError, ToolchainError
-from scaffold.hints import next_steps, tool_commands
-from scaffold.project_tests import (
+from scaffold.grow.template import render
+from scaffold.project.buildconfig import KernelSection, load_build_config
+from scaffold.project.spec import ProjectSpec
+from scaffold.testing import project_tests
+from scaffold.testing.project_tests import (
     REQUIREMENTS_FILE,
     SKIP_VARIABLE,
     ProjectTests,
     missing_requirements,
     prepare_project_tests,
 )
-from scaffold.template import render
 from tests.conftest import REQUIRE_TOOLS
 from tests.helpers import REPO_ROOT, run
 from tests.test_build import SUPPORTED, RecordingReporter, write_project
@@ -266,7 +266,7 @@ def test_card_starts_with_the_hints_commands(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backends: str
 ) -> None:
     project = rendered(tmp_path, backends=backends)
-    monkeypatch.setattr("scaffold.hints.tool_commands", lambda: ("python", "kscaffold"))
+    monkeypatch.setattr("scaffold.cli.hints.tool_commands", lambda: ("python", "kscaffold"))
     monkeypatch.chdir(project)
     hint = next_steps(project).split(" && ")
     assert hint[0] == "cd ." and card_commands(project)[:2] == hint[1:], card_commands(project)

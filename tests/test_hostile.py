@@ -23,14 +23,15 @@ import tomlkit
 import yaml
 from typer.testing import CliRunner
 
-from scaffold import create
-from scaffold import template as template_module
 from scaffold.checks import check_project, has_errors
 from scaffold.cli import app
 from scaffold.compiler.uid import project_uid
-from scaffold.create import ProjectSpec, create_project
-from scaffold.evolve import add_backend, update_project
-from scaffold.template import render_files, template_dir
+from scaffold.grow import create
+from scaffold.grow import template as template_module
+from scaffold.grow.create import create_project
+from scaffold.grow.evolve import add_backend, update_project
+from scaffold.grow.template import render_files, template_dir
+from scaffold.project.spec import ProjectSpec
 from tests.helpers import no_hang, run, snapshot
 
 runner = CliRunner()

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from scaffold.compiler import build_project
-from scaffold.create import ProjectSpec, create_project
-from scaffold.evolve import add_backend
+from scaffold.grow.create import create_project
+from scaffold.grow.evolve import add_backend
+from scaffold.project.spec import ProjectSpec
 from tests.helpers import run, run_with_kernel
 from tests.test_build import cuda_toolkit_or_skip, find_cuobjdump
 from tests.test_evolve import commit_all, make_user_edits

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from scaffold.manifest import MANIFEST_PATH, load_manifest, record_generated
+from scaffold.outputs.manifest import MANIFEST_PATH, load_manifest, record_generated
 
 
 def test_records_hashes_and_forgets_deleted_files(tmp_path: Path) -> None:

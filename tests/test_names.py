@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scaffold.errors import InvalidNameError, InvalidOptionError
-from scaffold.names import (
+from scaffold.project.names import (
     KernelName,
     parse_backends,
     parse_license,

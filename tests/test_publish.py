@@ -26,10 +26,11 @@ from typer.testing import CliRunner
 
 from scaffold.cli import app
 from scaffold.compiler.stubs import ops_py
-from scaffold.create import ProjectSpec, create_project
 from scaffold.errors import InvalidNameError, PublishError
-from scaffold.provenance import KERNELS_MINVER, provenance, variant_digest
-from scaffold.publish import ReleasePlan, ReleaseResult, publish
+from scaffold.grow.create import create_project
+from scaffold.outputs.provenance import KERNELS_MINVER, provenance, variant_digest
+from scaffold.project.spec import ProjectSpec
+from scaffold.release.publish import ReleasePlan, ReleaseResult, publish
 from tests.helpers import run
 from tests.hub import FakeHubState, FakeRepo, lay_out_hub_cache, strict_hub
 from tests.projects import SIMULATED_VARIANT, git, tiny_library
@@ -445,7 +446,7 @@ def test_publish_outside_git_lists_only_release_files_dry_run_prints_all_issue11
 
 
 def test_ignore_rules_outside_git_read_every_gitignore_as_git_does(tmp_path: Path) -> None:
-    from scaffold.publish import upload_candidates
+    from scaffold.release.publish import upload_candidates
 
     (tmp_path / ".gitignore").write_text("*.log\n/top-only.py\n")
     (tmp_path / "benchmarks").mkdir()
@@ -584,7 +585,7 @@ print("loaded", kernel.__name__)
 def test_publish_end_to_end_get_kernel_resolves_the_release_offline(tmp_path: Path) -> None:
     """From `new --owner`: build, publish --allow-local-build , Hub cache, get_kernel(version=1)."""
     from scaffold.compiler import build_project
-    from scaffold.provenance import inspect_variant
+    from scaffold.outputs.provenance import inspect_variant
 
     project = make_project(tmp_path)
     (result,) = build_project(project, backend="cpu")

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from scaffold import template
 from scaffold.checks import check_project
-from scaffold.create import ProjectSpec
-from scaffold.evolve import update_project
-from scaffold.flakepin import EDITION, PINS, pinned_input
-from scaffold.template import render, render_files
+from scaffold.grow import template
+from scaffold.grow.evolve import update_project
+from scaffold.grow.template import render, render_files
+from scaffold.project.flakepin import EDITION, PINS, pinned_input
+from scaffold.project.spec import ProjectSpec
 from tests.projects import new_project
 
 WORKFLOW = ".github/workflows/kernel.yml"

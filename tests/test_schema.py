@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.schema import (
+from scaffold.project.schema import (
     Argument,
     SchemaError,
     find_registrations,

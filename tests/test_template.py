@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scaffold.create import ProjectSpec
-from scaffold.flakepin import EDITION, pinned_input
-from scaffold.template import kscaffold_version, render
+from scaffold.grow.template import kscaffold_version, render
+from scaffold.project.flakepin import EDITION, pinned_input
+from scaffold.project.spec import ProjectSpec
 from scaffold.vocabulary import ANSWERS_FILE
 
 BACKEND_CHOICES = [("cuda",), ("cpu",), ("cuda", "cpu")]

@@ -2,6 +2,9 @@
 
 Each rule is a small function from a :class:`Context` to a list of :class:`Finding`; a finding
 says how bad the problem is, where it is, and how to fix it. :func:`check_project` runs them all.
+
+May import: scaffold.compiler (toolchain and arch rules), scaffold.outputs, scaffold.project,
+scaffold.support and below.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from scaffold.artifacts import is_regular_file
 from scaffold.checks.base import Context, Finding, error, warning
-from scaffold.provenance import is_local_builder
+from scaffold.outputs.artifacts import is_regular_file
+from scaffold.outputs.provenance import is_local_builder
 from scaffold.vocabulary import BUILD_DIR
 
 MANYLINUX = "manylinux_2_28"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from scaffold.artifacts import Artifact
 from scaffold.checks.base import Context, Finding, error, warning
-from scaffold.manifest import MANIFEST_PATH
+from scaffold.outputs.artifacts import Artifact
+from scaffold.outputs.manifest import MANIFEST_PATH
 from scaffold.vocabulary import BUILD_DIR
 
 

@@ -8,8 +8,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from scaffold.artifacts import ArtifactScan, scan_artifacts
-from scaffold.safefs import read_regular_text
+from scaffold.outputs.artifacts import ArtifactScan, scan_artifacts
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import BUILD_TOML
 
 Severity = Literal["error", "warning"]

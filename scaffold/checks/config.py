@@ -13,12 +13,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from scaffold.buildconfig import load_build_config
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.errors import KscaffoldError
-from scaffold.flakepin import EDITION
-from scaffold.names import KNOWN_LICENSES
-from scaffold.safefs import read_regular_text
+from scaffold.project.buildconfig import load_build_config
+from scaffold.project.flakepin import EDITION
+from scaffold.project.names import KNOWN_LICENSES
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     BUILD_TOML,
     BUILDABLE_SUFFIXES,
@@ -74,7 +74,7 @@ def _fix_for_parser_message(message: str) -> str:
 
 
 def _fix_for_config_message(message: str) -> str:
-    """A fix for one of scaffold.buildconfig's messages."""
+    """A fix for one of scaffold.project.buildconfig's messages."""
     if "unknown key" in message:
         return "Remove or rename the key: edition 5 does not define it."
     if "is missing" in message:

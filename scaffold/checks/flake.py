@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from scaffold.checks.base import Context, Finding, error, warning
-from scaffold.flakepin import EDITION, pinned_input
-from scaffold.safefs import read_regular_text
+from scaffold.project.flakepin import EDITION, pinned_input
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import NIX_BUILT_BACKENDS
 
 FLAKE = "flake.nix"

@@ -1,7 +1,8 @@
 """Ops: every schema has an implementation for every backend, and a Python wrapper.
 
 Schemas and registrations count for a backend only where the preprocessor may compile them in
-that backend's variant (``#if defined(CPU_KERNEL)`` blocks, see :mod:`scaffold.preprocessor`),
+that backend's variant (``#if defined(CPU_KERNEL)`` blocks, see
+:mod:`scaffold.project.preprocessor`),
 and two declarations of one op in alternative ``#if``/``#else`` branches are not a duplicate.
 """
 
@@ -11,10 +12,9 @@ import ast
 from pathlib import Path
 
 from scaffold.checks.base import Context, Finding, error, warning
-from scaffold.preprocessor import Build, exclusive, possible
-from scaffold.pyregistrations import find_unprefixed_registrations
-from scaffold.safefs import read_regular_text
-from scaffold.schema import (
+from scaffold.project.preprocessor import Build, exclusive, possible
+from scaffold.project.pyregistrations import find_unprefixed_registrations
+from scaffold.project.schema import (
     COMPOSITE_KEYS,
     OpSchema,
     Registration,
@@ -23,6 +23,7 @@ from scaffold.schema import (
     scan_registrations,
     source_files,
 )
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     BACKEND_DISPATCH_KEYS,
     BINDING_HEADER,

@@ -6,12 +6,10 @@ import contextlib
 import platform
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
 
-from scaffold.buildconfig import BuildConfig, load_build_config
 from scaffold.compiler.archs import ArchPolicy, make_arch_policy
 from scaffold.compiler.compdb import update_compile_commands
 from scaffold.compiler.deps import resolve_dependencies
@@ -19,7 +17,7 @@ from scaffold.compiler.devarchs import development_archs
 from scaffold.compiler.install import install_variant, python_files, remove_stale_libraries
 from scaffold.compiler.ninjafile import write_if_changed, write_scratch_files
 from scaffold.compiler.plan import Toolchain, VariantPlan, plan_variant
-from scaffold.compiler.reporter import BuildReporter
+from scaffold.compiler.reporter import BuildReporter, BuildResult
 from scaffold.compiler.runner import compile_commands, run_ninja
 from scaffold.compiler.toolchain import (
     CudaToolkit,
@@ -37,8 +35,9 @@ from scaffold.compiler.toolchain import (
 from scaffold.compiler.uid import project_uid
 from scaffold.compiler.variant import noarch_variant_name, ops_name, variant_name
 from scaffold.errors import BuildConfigError, InvalidOptionError, ToolchainError
-from scaffold.manifest import record_generated
-from scaffold.pyregistrations import refuse_unprefixed_registrations
+from scaffold.outputs.manifest import record_generated
+from scaffold.project.buildconfig import BuildConfig, load_build_config
+from scaffold.project.pyregistrations import refuse_unprefixed_registrations
 from scaffold.vocabulary import (
     BUILD_DIR,
     BUILD_TOML,
@@ -50,27 +49,6 @@ from scaffold.vocabulary import (
 
 #: The lock a build holds in SCRATCH_DIR, so concurrent builds of one project take turns.
 LOCK_NAME = "build.lock"
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """One variant written to ``build/``."""
-
-    backend: str
-    variant: str
-    variant_dir: Path
-    ops_name: str
-    #: CUDA archs compiled into the library, e.g. ``("8.0", "9.0+PTX")``; empty for CPU.
-    archs: tuple[str, ...]
-    #: Sources compiled by this build (project-relative); empty when all were up to date.
-    compiled: tuple[str, ...]
-    linked: bool
-    #: False for a pure-Python ([torch-noarch]) variant, which has nothing to compile.
-    native: bool = True
-
-    @property
-    def recompiled(self) -> bool:
-        return bool(self.compiled) or self.linked
 
 
 def build_project(

@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from scaffold.buildconfig import KernelSection
 from scaffold.errors import BuildConfigError, InvalidOptionError, KscaffoldError, ToolchainError
+from scaffold.project.buildconfig import KernelSection
 
 _ARCH = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
 # Arch-specific ("a") targets exist from Hopper on, family ("f") targets from Blackwell on.

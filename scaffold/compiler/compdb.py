@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from scaffold.artifacts import is_regular_file
 from scaffold.compiler.ninjafile import write_if_changed
-from scaffold.manifest import load_manifest, sha256_file
+from scaffold.outputs.artifacts import is_regular_file
+from scaffold.outputs.manifest import load_manifest, sha256_file
 from scaffold.vocabulary import COMPDB_NAME
 
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.buildconfig import KernelSection
 from scaffold.errors import ToolchainError
+from scaffold.project.buildconfig import KernelSection
 from scaffold.vocabulary import BUILD_TOML
 
 #: Dependency names that need nothing beyond torch itself.

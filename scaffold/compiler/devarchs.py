@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scaffold.buildconfig import KernelSection
 from scaffold.compiler.archs import CudaArch, default_arch_list
+from scaffold.project.buildconfig import KernelSection
 
 
 @dataclass(frozen=True)

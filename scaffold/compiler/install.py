@@ -12,10 +12,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from scaffold.buildconfig import BuildConfig
 from scaffold.compiler.plan import VariantPlan
 from scaffold.compiler.stubs import noarch_ops_py, ops_py
-from scaffold.provenance import KERNELS_MINVER, provenance, variant_digest
+from scaffold.outputs.provenance import KERNELS_MINVER, provenance, variant_digest
+from scaffold.project.buildconfig import BuildConfig
 from scaffold.vocabulary import BUILD_DIR
 
 _GENERATED_NAMES = frozenset({"_ops.py", "metadata.json"})

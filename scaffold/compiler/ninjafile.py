@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scaffold.compiler.plan import VariantPlan
 from scaffold.compiler.stubs import REGISTRATION_H
-from scaffold.manifest import write_atomically
+from scaffold.outputs.manifest import write_atomically
 
 #: ninja's status line prefix ([finished/total]), parsed back by the runner.
 NINJA_STATUS = "[%f/%t] "

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from scaffold.buildconfig import BuildConfig, KernelSection
 from scaffold.compiler.archs import ArchPolicy, CudaArch
 from scaffold.compiler.toolchain import CudaToolkit, TorchInstall
 from scaffold.errors import BuildConfigError, ToolchainError
+from scaffold.project.buildconfig import BuildConfig, KernelSection
 from scaffold.vocabulary import (
     BUILD_TOML,
     CSRC_DIR,

@@ -1,11 +1,30 @@
-"""How a build tells its caller what it is doing; the CLI renders it, the library only reports."""
+"""How a build tells its caller what it is doing and what it made; the CLI renders it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
-if TYPE_CHECKING:
-    from scaffold.compiler.api import BuildResult
+
+@dataclass(frozen=True)
+class BuildResult:
+    """One variant written to ``build/``."""
+
+    backend: str
+    variant: str
+    variant_dir: Path
+    ops_name: str
+    #: CUDA archs compiled into the library, e.g. ``("8.0", "9.0+PTX")``; empty for CPU.
+    archs: tuple[str, ...]
+    #: Sources compiled by this build (project-relative); empty when all were up to date.
+    compiled: tuple[str, ...]
+    linked: bool
+    #: False for a pure-Python ([torch-noarch]) variant, which has nothing to compile.
+    native: bool = True
+
+    @property
+    def recompiled(self) -> bool:
+        return bool(self.compiled) or self.linked
 
 
 class BuildReporter:

@@ -23,7 +23,7 @@ from typing import Any
 import ninja
 
 from scaffold.errors import ToolchainError
-from scaffold.manifest import write_atomically
+from scaffold.outputs.manifest import write_atomically
 
 #: First torch release whose extensions are built as C++20 (kernel-builder does the same).
 _CXX20_SINCE = (2, 12)

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from scaffold.gitutil import git_available, run_git
-from scaffold.manifest import write_atomically
+from scaffold.outputs.manifest import write_atomically
+from scaffold.support.gitutil import git_available, run_git
 from scaffold.vocabulary import BUILD_DIR, COMPDB_NAME, SCRATCH_DIR
 
 #: Git's id of the empty tree: the base of a repository that has no commit yet.

@@ -6,7 +6,8 @@ last wrote, kept as a commit on the git ref ``refs/kscaffold/template`` (outside
 never shows up in the user's history or work tree). Where that ref is missing (a project made with
 ``--no-git`` or freshly cloned), the baseline is re-rendered from the recorded answers, which is
 exact when the installed kscaffold is the version that made the project. The *after* rendering is
-the current template with the new answers. :mod:`scaffold.merge` carries the difference into the
+the current template with the new answers. :mod:`scaffold.grow.merge` carries the difference
+into the
 user's files, and the *after* rendering becomes the new baseline.
 """
 
@@ -19,13 +20,13 @@ from pathlib import Path, PurePosixPath
 
 import tomlkit
 
-from scaffold import gitutil
-from scaffold.answers import ProjectAnswers, load_answers
 from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
-from scaffold.merge import Conflict, plan_merge
-from scaffold.schema import OpSchema, find_schemas
-from scaffold.skeleton import render_skeleton, skeleton_path
-from scaffold.template import kscaffold_version, render_files
+from scaffold.grow.merge import Conflict, plan_merge
+from scaffold.grow.skeleton import render_skeleton, skeleton_path
+from scaffold.grow.template import kscaffold_version, render_files
+from scaffold.project.answers import ProjectAnswers, load_answers
+from scaffold.project.schema import OpSchema, find_schemas
+from scaffold.support import gitutil
 from scaffold.vocabulary import ANSWERS_FILE, CSRC_DIR, SUPPORTED_BACKENDS, TORCH_EXT_DIR
 
 #: The baseline's ref for a project at the top of its git repository.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.errors import BuildConfigError, InvalidNameError, NotAProjectError
-from scaffold.names import KernelName
+from scaffold.project.names import KernelName
 from scaffold.vocabulary import BUILD_TOML, KNOWN_BACKENDS, TORCH_EXT_DIR
 
 #: The editions kscaffold reads; a file without ``edition`` is edition 4.

@@ -9,80 +9,16 @@ import signal
 import tempfile
 import threading
 import tomllib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from types import FrameType
-from typing import Any
 
-from scaffold import gitutil
-from scaffold.answers import default_ops
-from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
-from scaffold.evolve import baseline_ref
-from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
-from scaffold.template import STAGING_PREFIX, render, template_dir
-from scaffold.vocabulary import DEFAULT_BACKENDS, TORCH_EXT_DIR
-
-#: The largest major version: build.toml's version is a TOML integer (64-bit signed).
-MAX_VERSION = 2**63 - 1
-#: Worked examples the template can start from, besides the default op.
-EXAMPLES: tuple[str, ...] = ("img2gray",)
-
-
-@dataclass(frozen=True)
-class ProjectSpec:
-    """Everything ``kscaffold new`` needs to know, validated on construction."""
-
-    name: KernelName
-    backends: tuple[str, ...] = DEFAULT_BACKENDS
-    example: str | None = None
-    owner: str | None = None
-    license: str = "apache-2.0"
-    version: int = 1
-    extra_answers: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def parse(
-        cls,
-        name: str,
-        *,
-        backends: Sequence[str] | str = DEFAULT_BACKENDS,
-        example: str | None = None,
-        owner: str | None = None,
-        license: str = "apache-2.0",
-        version: int = 1,
-    ) -> ProjectSpec:
-        """Validate raw user input (as typed on the command line) into a spec."""
-        if example is not None and example not in EXAMPLES:
-            raise InvalidOptionError(
-                f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
-            )
-        if not 1 <= version <= MAX_VERSION:
-            raise InvalidOptionError(
-                f"Invalid version {version}: use a positive integer such as 1 (at most "
-                f"{MAX_VERSION}, the largest integer TOML holds)."
-            )
-        return cls(
-            name=KernelName(name),
-            backends=parse_backends(list(backends) if not isinstance(backends, str) else backends),
-            example=example,
-            owner=parse_repo_owner(owner) if owner else None,
-            license=parse_license(license),
-            version=version,
-        )
-
-    def answers(self) -> dict[str, Any]:
-        """The copier answers for this spec."""
-        return {
-            "name": self.name.name,
-            "backends": list(self.backends),
-            "example": self.example or "none",
-            "owner": self.owner or "",
-            "license": self.license,
-            "version": self.version,
-            "ops": default_ops(self.example),
-            **self.extra_answers,
-        }
+from scaffold.errors import DestinationError, KscaffoldError
+from scaffold.grow.evolve import baseline_ref
+from scaffold.grow.template import STAGING_PREFIX, render, template_dir
+from scaffold.project.spec import ProjectSpec
+from scaffold.support import gitutil
+from scaffold.vocabulary import TORCH_EXT_DIR
 
 
 def _is_empty_dir(path: Path) -> bool:

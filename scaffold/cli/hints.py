@@ -8,7 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from scaffold.project_tests import REQUIREMENTS_FILE
+from scaffold.testing.project_tests import REQUIREMENTS_FILE
 
 
 def _on_path_here(command: str, folder: Path) -> bool:

@@ -9,24 +9,9 @@ from typing import Any
 import yaml
 
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
-from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, DEFAULT_OP, OP_KINDS
-
-
-@dataclass(frozen=True)
-class OpEntry:
-    """One op of a project, as the answers record it: its name and the kind it was made from."""
-
-    name: str
-    kind: str
-
-    def as_answer(self) -> dict[str, str]:
-        return {"name": self.name, "kind": self.kind}
-
-
-def default_ops(example: str | None) -> list[dict[str, str]]:
-    """The ``ops`` answer of a new project: its one op, the example's or the default op."""
-    op = example if example and example != "none" else DEFAULT_OP
-    return [OpEntry(op, op).as_answer()]
+from scaffold.project.names import OpName
+from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, OP_KINDS
 
 
 @dataclass(frozen=True)
@@ -115,8 +100,6 @@ def load_answers(project: Path) -> ProjectAnswers:
 
 def _check_op_names(path: Path, ops: list[dict[str, str]]) -> None:
     """Each recorded op name follows add-op's rules: it names files, namespaces and functions."""
-    from scaffold.addop import OpName  # add-op reads answers
-
     for entry in ops:
         try:
             OpName(entry["name"])
@@ -126,8 +109,6 @@ def _check_op_names(path: Path, ops: list[dict[str, str]]) -> None:
 
 def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
     """The answers normalised as ``kscaffold new`` normalises its options, or an AnswersError."""
-    from scaffold.create import ProjectSpec  # create renders through evolve, which reads answers
-
     backends = values.get("backends")
     example = values.get("example")
     owner = values.get("owner") or None

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scaffold import gitutil
-from scaffold.buildconfig import load_build_config
 from scaffold.checks import check_project, has_errors
 from scaffold.errors import InvalidNameError, PublishError
-from scaffold.flakepin import flake_variants
-from scaffold.provenance import VariantStatus, inspect_variant
+from scaffold.outputs.provenance import VariantStatus, inspect_variant
+from scaffold.project.buildconfig import load_build_config
+from scaffold.project.flakepin import flake_variants
+from scaffold.support import gitutil
 from scaffold.vocabulary import BENCHMARKS_DIR, BUILD_DIR
 
 #: The Hub's repository type for kernels (``huggingface_hub.constants.REPO_TYPE_KERNEL``).

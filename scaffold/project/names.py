@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass
 
 from scaffold.errors import InvalidNameError, InvalidOptionError
-from scaffold.vocabulary import SUPPORTED_BACKENDS
+from scaffold.vocabulary import OP_VARIANT_SUFFIXES, SUPPORTED_BACKENDS
 
 #: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json);
 #: matched against the whole name (``fullmatch``), so a trailing newline is never accepted.
@@ -124,3 +125,80 @@ def parse_license(value: str) -> str:
             f"Unknown license '{value}': use a Hub license id ({', '.join(KNOWN_LICENSES)})."
         )
     return license_id
+
+
+#: Op names: lowercase snake case, as PyTorch names its ops; also a C++ and Python identifier.
+OP_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+#: Longer names would push generated lines past the 100 columns of the project's ruff.toml.
+_MAX_LENGTH = 20
+
+#: C++ keywords (and alternative operator spellings) an op name cannot be: it names a namespace.
+_CXX_KEYWORDS = frozenset(
+    {
+        "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+        "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+        "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
+        "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+        "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+        "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+        "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+        "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+        "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+        "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+        "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+    }
+)  # fmt: skip
+
+#: Names the generated code already gives a meaning: C++ namespaces and macros it uses, and the
+#: module-level names of the generated Python package.
+_TAKEN_BY_THE_TEMPLATE = frozenset(
+    {
+        "at", "c10", "std", "torch", "cuda", "cub", "thrust", "detail", "linux", "unix",
+        "assert", "errno", "ops",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OpName:
+    """The name of a new op: a valid C++ namespace, Python function and ``torch.ops`` name."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        name = self.name
+        rule = "lowercase letters, digits and '_', starting with a letter (e.g. 'scale')"
+        if not OP_NAME_PATTERN.match(name):
+            suggestion = re.sub(r"[^a-z0-9_]+", "_", name.strip().lower()).strip("_")
+            suggestion = re.sub(r"^[^a-z]+", "", suggestion)
+            hint = (
+                f"; try '{suggestion}'"
+                if suggestion and suggestion != name and OP_NAME_PATTERN.match(suggestion)
+                else ""
+            )
+            raise InvalidNameError(f"Invalid op name '{name}': use {rule}{hint}.")
+        if len(name) > _MAX_LENGTH:
+            raise InvalidNameError(
+                f"Invalid op name '{name}': use at most {_MAX_LENGTH} characters."
+            )
+        if "__" in name or name.endswith("_"):
+            raise InvalidNameError(
+                f"Invalid op name '{name}': C++ reserves names with '__' and a trailing '_' "
+                "reads as a typo; use single '_' between words."
+            )
+        for suffix, variant in OP_VARIANT_SUFFIXES.items():
+            if name.endswith(suffix):
+                raise InvalidNameError(
+                    f"Invalid op name '{name}': names ending in '{suffix}' name {variant} "
+                    f"kscaffold declares for each op ('{name}' would be the one of "
+                    f"'{name.removesuffix(suffix)}')."
+                )
+        if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in _CXX_KEYWORDS:
+            raise InvalidNameError(
+                f"Invalid op name '{name}': it is a Python or C++ keyword; choose another name."
+            )
+        if name in _TAKEN_BY_THE_TEMPLATE:
+            raise InvalidNameError(
+                f"Invalid op name '{name}': the generated C++ or Python already uses it; choose "
+                "another name."
+            )

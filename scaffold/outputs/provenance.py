@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold._version import __version__
-from scaffold.gitutil import git_available, run_git
+from scaffold.support.gitutil import git_available, run_git
 
 #: The oldest ``kernels`` whose metadata schema has ``provenance``, ``digest`` and this field.
 KERNELS_MINVER = "0.17.0"

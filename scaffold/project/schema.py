@@ -6,7 +6,8 @@ Schemas are the ``<lib>.def("name(Tensor x) -> Tensor")`` calls (kscaffold's tem
 backend. The scanner reads C++ as text: it drops comments, reads string literals (adjacent ones
 concatenated, raw strings included) and matches braces, which is all these registrations need.
 It does not expand macros, but it knows the ``#if``/``#elif``/``#else`` branch each schema and
-registration sits in (:mod:`scaffold.preprocessor`), so a check can ask whether it is compiled for
+registration sits in (:mod:`scaffold.project.preprocessor`), so a check can ask whether it is
+compiled for
 a backend. The stable-ABI forms (``STABLE_TORCH_LIBRARY*``) are read like the others.
 """
 
@@ -18,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scaffold.errors import KscaffoldError
-from scaffold.preprocessor import ConditionalMap
-from scaffold.preprocessor import Path as Path_
-from scaffold.safefs import read_regular_text
+from scaffold.project.preprocessor import ConditionalMap
+from scaffold.project.preprocessor import Path as Path_
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     SCANNED_SUFFIXES,
     SOURCE_DIRS,

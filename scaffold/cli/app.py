@@ -15,16 +15,17 @@ from rich.text import Text
 from typer.core import TyperCommand
 
 from scaffold._version import __version__
-from scaffold.addop import add_op
-from scaffold.buildconfig import find_project_root
 from scaffold.checks import check_project, has_errors
-from scaffold.clean import clean_project
-from scaffold.create import EXAMPLES, ProjectSpec, create_project
+from scaffold.cli.hints import next_steps, tool_commands
+from scaffold.cli.reports import print_clean_report, print_findings
 from scaffold.errors import KscaffoldError
-from scaffold.evolve import EvolveReport, add_backend, update_project
-from scaffold.hints import next_steps, tool_commands
-from scaffold.names import KNOWN_LICENSES
-from scaffold.reports import print_clean_report, print_findings
+from scaffold.grow.addop import add_op
+from scaffold.grow.create import create_project
+from scaffold.grow.evolve import EvolveReport, add_backend, update_project
+from scaffold.project.buildconfig import find_project_root
+from scaffold.project.names import KNOWN_LICENSES
+from scaffold.project.spec import EXAMPLES, ProjectSpec
+from scaffold.release.clean import clean_project
 from scaffold.vocabulary import DEFAULT_BACKENDS, LIKE_KINDS, SUPPORTED_BACKENDS
 
 
@@ -273,7 +274,7 @@ def build(
     ] = None,
 ) -> None:
     """Compile the project without Nix into build/<variant>/, as `kernels` loads it."""
-    from scaffold.build_progress import ConsoleBuildReporter
+    from scaffold.cli.build_progress import ConsoleBuildReporter
     from scaffold.compiler import build_project
 
     project = _project(path)
@@ -326,8 +327,8 @@ def test_command(
     ] = None,
 ) -> None:
     """Build what changed, then run the project's tests against build/ (pytest args after --)."""
-    from scaffold.build_progress import ConsoleBuildReporter
-    from scaffold.project_tests import prepare_project_tests
+    from scaffold.cli.build_progress import ConsoleBuildReporter
+    from scaffold.testing.project_tests import prepare_project_tests
 
     reporter = ConsoleBuildReporter(console, error_console)
     try:
@@ -412,8 +413,8 @@ def publish(
     ] = False,
 ) -> None:
     """Release build/ on the Hub's kernel repo: variants to branch vX, card to main, tag vX.Y.Z."""
-    from scaffold.publish import ReleasePlan
-    from scaffold.publish import publish as publish_release
+    from scaffold.release.publish import ReleasePlan
+    from scaffold.release.publish import publish as publish_release
 
     outcome = publish_release(
         _project(path),

@@ -15,7 +15,7 @@ from typing import Any
 
 from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
-from scaffold.flakepin import EDITION, PINS
+from scaffold.project.flakepin import EDITION, PINS
 
 #: Prefix of the staging folders ``kscaffold new`` renders into.
 STAGING_PREFIX = ".kscaffold-new-"
@@ -25,7 +25,7 @@ RENDER_EXCLUDES = ("__pycache__", "*.py[co]", ".pytest_cache", f"{STAGING_PREFIX
 
 def template_dir() -> Path:
     """The copier template kscaffold renders (wheel copy first, then the source checkout)."""
-    package_dir = Path(__file__).resolve().parent
+    package_dir = Path(__file__).resolve().parent.parent  # scaffold/, beside _template/
     for candidate in (package_dir / "_template", package_dir.parent / "template"):
         if (candidate / "copier.yml").is_file():
             return candidate

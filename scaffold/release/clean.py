@@ -1,6 +1,6 @@
 """``kscaffold clean``: remove what builds generated, and nothing kscaffold cannot prove it did.
 
-What counts as generated is decided by :mod:`scaffold.artifacts`. Files git tracks are never
+What counts as generated is decided by :mod:`scaffold.outputs.artifacts`. Files git tracks are never
 removed, nor are files whose content changed since kscaffold wrote them; both are reported with the
 reason they stay. Folders that removal leaves empty go too. ``build/`` (the release payload) stays
 unless ``include_build`` is set, and even then only the files kscaffold built there go.
@@ -15,9 +15,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from scaffold.artifacts import Artifact, ArtifactKind, is_regular_file, scan_artifacts
 from scaffold.errors import KscaffoldError, NotAProjectError
-from scaffold.manifest import MANIFEST_PATH
+from scaffold.outputs.artifacts import Artifact, ArtifactKind, is_regular_file, scan_artifacts
+from scaffold.outputs.manifest import MANIFEST_PATH
 from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML
 
 #: kscaffold's state folder, which holds the record of generated files.

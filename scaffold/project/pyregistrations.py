@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.errors import BuildConfigError
-from scaffold.safefs import read_regular_text
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import TESTS_DIR, TORCH_EXT_DIR
 
 #: The decorators kernel-builder's check looks at (bare, or as an attribute: torch.library.X).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from scaffold.errors import KscaffoldError
-from scaffold.schema import Argument, OpSchema
+from scaffold.project.schema import Argument, OpSchema
 from scaffold.vocabulary import BACKEND_DISPATCH_KEYS, BACKEND_SOURCE_SUFFIXES, CSRC_DIR
 
 #: The line that marks a file as a skeleton; the generated tests/conftest.py looks for it.

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scaffold.buildconfig import load_build_config
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.errors import ToolchainError
-from scaffold.safefs import read_regular_text
+from scaffold.project.buildconfig import load_build_config
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import SUPPORTED_BACKENDS, TESTS_DIR
 
 #: The generated project's list of what its tests and benchmarks import (pip's format).

@@ -2,7 +2,8 @@
 
 A file counts as generated only when kscaffold can show it, and is never tracked by git:
 
-* it is listed in kscaffold's build manifest (:mod:`scaffold.manifest`) and still has the content
+* it is listed in kscaffold's build manifest (:mod:`scaffold.outputs.manifest`) and still has
+  the content
   kscaffold wrote (a file edited since is the user's);
 * it lies in a folder only tools create: kscaffold's ``.kscaffold/``, kernel-builder's CMake scratch
   ``_cmake_build/``, setuptools' ``build/temp.*`` / ``build/lib.*`` / ``build/bdist.*``, or a tool's
@@ -36,8 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from scaffold import gitutil
-from scaffold.manifest import load_manifest, sha256_file
+from scaffold.outputs.manifest import load_manifest, sha256_file
+from scaffold.support import gitutil
 from scaffold.vocabulary import BUILD_DIR, KNOWN_BACKENDS, SCRATCH_DIR
 
 ArtifactKind = Literal["file", "folder", "link"]

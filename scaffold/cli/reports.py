@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.text import Text
 
 from scaffold.checks import Finding
-from scaffold.clean import CleanReport
+from scaffold.release.clean import CleanReport
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow"}
 

@@ -1,0 +1,62 @@
+"""``kscaffold add-op``: one more op, on every backend of a project, merged like ``add-backend``.
+
+The op is recorded in the project's answers (``ops``), so the template renders it like the first
+op: a schema in ``torch-ext/torch_binding.h``, ``csrc/<op>.h`` with the input checks, one source
+per backend, a typed wrapper and fake implementation in the Python package, ``tests/test_<op>.py``,
+``benchmarks/benchmark_<op>.py`` and the ``build.toml`` entries. The difference between the
+renderings without and with the op is merged into the user's files three-way
+(:mod:`scaffold.grow.evolve`), so every line the user wrote stays as it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scaffold.errors import InvalidOptionError
+from scaffold.grow.evolve import EvolveReport, evolve
+from scaffold.project.answers import load_answers
+from scaffold.project.names import OpName
+from scaffold.project.schema import find_schemas
+from scaffold.vocabulary import LIKE_KINDS, OP_VARIANT_SUFFIXES, SKELETON_KIND
+
+
+def add_op(
+    project: Path, name: str, *, like: str | None = None, markers: bool = False
+) -> EvolveReport:
+    """Add the op ``name`` to every backend of ``project``, keeping every edit the user made.
+
+    ``like`` starts the op from a working op of the template (``relu`` or ``img2gray``, with
+    its math under the new name); without it, each backend gets a skeleton that compiles,
+    registers the op, checks its inputs and raises naming the file to write.
+    """
+    op = OpName(name)
+    if like is not None and like not in LIKE_KINDS:
+        raise InvalidOptionError(
+            f"Unknown --like '{like}': start the op from one of {', '.join(LIKE_KINDS)}, "
+            "or leave --like out for a skeleton."
+        )
+    project = project.resolve()
+    answers = load_answers(project)
+    declared = {schema.base_name for schema in find_schemas(project)}
+    recorded = {entry.name for entry in answers.ops}
+    if op.name in recorded or op.name in declared:
+        where = "kscaffold's answers" if op.name in recorded else "torch-ext/"
+        raise InvalidOptionError(
+            f"{project.name} already has an op named '{op.name}' (declared in {where}): "
+            "choose another name."
+        )
+    for suffix, variant in OP_VARIANT_SUFFIXES.items():
+        if f"{op.name}{suffix}" in declared:
+            raise InvalidOptionError(
+                f"{project.name} already declares '{op.name}{suffix}', the name of {variant} "
+                f"kscaffold would declare for '{op.name}': choose another name."
+            )
+    ops = [*(entry.as_answer() for entry in answers.ops)]
+    ops.append({"name": op.name, "kind": like or SKELETON_KIND})
+    return evolve(
+        project,
+        answers,
+        answers.with_values(ops=ops),
+        markers=markers,
+        what=f"add the {op.name} op",
+    )

@@ -1,0 +1,8 @@
+"""Reading a kernel project: what its files declare, never how it is built or grown.
+
+Owns: buildconfig (build.toml, every edition), schema (op schemas), preprocessor and
+pyregistrations (registrations as the compiler and torch.library see them), names (validated
+names: kernel, op, owner, license), spec (the options of a new project and its ops), answers
+(.copier-answers.yml), flakepin (which kernel-builder release reads which edition).
+May import: scaffold.errors, scaffold.vocabulary, scaffold.support.
+"""

@@ -1,0 +1,94 @@
+"""What a new project is made of: the validated options of ``kscaffold new`` and its ops.
+
+Shared by the answers file (which records them), the template (which renders them) and the
+commands that grow a project, so it lives here, below all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scaffold.errors import InvalidOptionError
+from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
+from scaffold.vocabulary import DEFAULT_BACKENDS, DEFAULT_OP
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    """One op of a project, as the answers record it: its name and the kind it was made from."""
+
+    name: str
+    kind: str
+
+    def as_answer(self) -> dict[str, str]:
+        return {"name": self.name, "kind": self.kind}
+
+
+def default_ops(example: str | None) -> list[dict[str, str]]:
+    """The ``ops`` answer of a new project: its one op, the example's or the default op."""
+    op = example if example and example != "none" else DEFAULT_OP
+    return [OpEntry(op, op).as_answer()]
+
+
+#: The largest major version: build.toml's version is a TOML integer (64-bit signed).
+MAX_VERSION = 2**63 - 1
+#: Worked examples the template can start from, besides the default op.
+EXAMPLES: tuple[str, ...] = ("img2gray",)
+
+
+@dataclass(frozen=True)
+class ProjectSpec:
+    """Everything ``kscaffold new`` needs to know, validated on construction."""
+
+    name: KernelName
+    backends: tuple[str, ...] = DEFAULT_BACKENDS
+    example: str | None = None
+    owner: str | None = None
+    license: str = "apache-2.0"
+    version: int = 1
+    extra_answers: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(
+        cls,
+        name: str,
+        *,
+        backends: Sequence[str] | str = DEFAULT_BACKENDS,
+        example: str | None = None,
+        owner: str | None = None,
+        license: str = "apache-2.0",
+        version: int = 1,
+    ) -> ProjectSpec:
+        """Validate raw user input (as typed on the command line) into a spec."""
+        if example is not None and example not in EXAMPLES:
+            raise InvalidOptionError(
+                f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
+            )
+        if not 1 <= version <= MAX_VERSION:
+            raise InvalidOptionError(
+                f"Invalid version {version}: use a positive integer such as 1 (at most "
+                f"{MAX_VERSION}, the largest integer TOML holds)."
+            )
+        return cls(
+            name=KernelName(name),
+            backends=parse_backends(list(backends) if not isinstance(backends, str) else backends),
+            example=example,
+            owner=parse_repo_owner(owner) if owner else None,
+            license=parse_license(license),
+            version=version,
+        )
+
+    def answers(self) -> dict[str, Any]:
+        """The copier answers for this spec."""
+        return {
+            "name": self.name.name,
+            "backends": list(self.backends),
+            "example": self.example or "none",
+            "owner": self.owner or "",
+            "license": self.license,
+            "version": self.version,
+            "ops": default_ops(self.example),
+            **self.extra_answers,
+        }
