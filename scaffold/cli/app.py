@@ -344,15 +344,9 @@ def test_command(
     console.print(tests.describe(), markup=False, highlight=False, soft_wrap=True)
     console.print(f"$ {python} {shlex.join(tests.command[1:])}", markup=False, highlight=False)
     console.file.flush()
-    status = tests.run()
-    verdict = "passed" if status == 0 else f"failed (pytest exited {status})"
-    console.print(
-        f"kscaffold test {verdict}. {tests.describe()}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    raise typer.Exit(status)
+    run = tests.run()
+    console.print(run.verdict(), markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(0 if run.passed else (run.status or 1))
 
 
 @app.command(epilog=examples("kscaffold clean --dry-run", "kscaffold clean --all"))

@@ -7,7 +7,9 @@ here or skipped, and why: not built (no nvcc, a CPU-only torch), or built but no
 GPU). Backends that were not built are passed to the suite in :data:`SKIP_VARIABLE`, which the
 generated ``tests/conftest.py`` turns into skips with that reason instead of "build first"
 failures. :meth:`ProjectTests.run` then runs pytest in this Python, the one whose torch compiled
-the build.
+the build, with :mod:`scaffold.testing.pytest_plugin` loaded: the suite imports the kernel by its
+package name and loads it by its Hub repo id from ``build/``, as kernel-builder's test shell
+allows, and the plugin's counts say what happened (:class:`SuiteRun`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +29,17 @@ from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.errors import ToolchainError
 from scaffold.project.buildconfig import load_build_config
 from scaffold.support.safefs import read_regular_text
+from scaffold.testing.pytest_plugin import BACKEND_VARIABLE, REPORT_VARIABLE, RunCounts
 from scaffold.vocabulary import SUPPORTED_BACKENDS, TESTS_DIR
 
 #: The generated project's list of what its tests and benchmarks import (pip's format).
 REQUIREMENTS_FILE = "requirements-dev.txt"
 #: JSON ``{backend: reason}`` for the generated conftest: backends to skip, and why.
 SKIP_VARIABLE = "KSCAFFOLD_SKIP_BACKENDS"
+#: The plugin's module, for ``-p`` where its ``pytest11`` entry point is not installed.
+PLUGIN_MODULE = "scaffold.testing.pytest_plugin"
+#: pytest's exit status when it collected no test, which ``kscaffold test`` repeats.
+NO_TESTS_STATUS = 5
 
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -79,11 +87,87 @@ class ProjectTests:
             parts.append("Skipped: " + "; ".join(o.describe() for o in self.skipped) + ".")
         return " ".join(parts)
 
-    def run(self) -> int:
-        """Run pytest in the project, its output going to this process's; its exit status."""
-        return subprocess.run(
-            self.command, cwd=self.project, env={**os.environ, **self.environment}, check=False
-        ).returncode
+    @property
+    def has_tests(self) -> bool:
+        """Whether the command's tests exist (``tests/``, or the paths the user named)."""
+        return TESTS_DIR not in self.command or (self.project / TESTS_DIR).is_dir()
+
+    def run(self) -> SuiteRun:
+        """Run pytest in the project, its output going to this process's; what happened."""
+        if not self.has_tests:
+            return SuiteRun(NO_TESTS_STATUS, RunCounts(), self)
+        with tempfile.TemporaryDirectory(prefix="kscaffold-test-") as scratch:
+            report = Path(scratch) / "counts.json"
+            environment = {**os.environ, **self.environment, REPORT_VARIABLE: str(report)}
+            status = subprocess.run(
+                self.command, cwd=self.project, env=environment, check=False
+            ).returncode
+            try:
+                counts = RunCounts(**json.loads(report.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError):
+                counts = None  # pytest ended before the plugin could write (a usage error)
+        return SuiteRun(status, counts, self)
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """pytest's exit status and counts, told as one honest line."""
+
+    status: int
+    counts: RunCounts | None
+    tests: ProjectTests
+
+    @property
+    def passed(self) -> bool:
+        return self.status == 0 and self.counts is not None and self.counts.passed > 0
+
+    def verdict(self) -> str:
+        """``Tested: ...`` only when tests ran and passed; otherwise what went wrong, where."""
+        counts = self.counts
+        variant = f"build/{counts.variant}/" if counts and counts.variant else "no built variant"
+        if counts is None:
+            return f"kscaffold test failed: pytest exited {self.status} before running any test."
+        if counts.collection_errors:
+            where = ", ".join(counts.collection_errors[:3])
+            more = len(counts.collection_errors) - 3
+            where += f" and {more} more" if more > 0 else ""
+            return (
+                f"kscaffold test failed: the tests could not be collected ({where}) against "
+                f"{variant}; see the errors above. {self.tests.describe()}"
+            )
+        if counts.collected == 0:
+            return (
+                f"kscaffold test found no tests to run in {self.tests.project.name}"
+                f"{'' if self.tests.has_tests else f' (it has no {TESTS_DIR}/ folder)'}: "
+                "nothing was tested."
+            )
+        tally = _tally(counts)
+        if self.status != 0 or counts.failed or counts.errors:
+            return f"kscaffold test failed against {variant}: {tally}. {self.tests.describe()}"
+        if counts.passed == 0:
+            return f"kscaffold test ran no test to completion ({tally}): nothing was tested."
+        return f"kscaffold test passed ({tally}). {self.tests.describe()}"
+
+
+def _tally(counts: RunCounts) -> str:
+    parts = [
+        (counts.passed, "passed"),
+        (counts.failed, "failed"),
+        (counts.errors, "errors"),
+        (counts.skipped, "skipped"),
+        (counts.xfailed, "xfailed"),
+        (counts.xpassed, "xpassed"),
+    ]
+    return ", ".join(f"{number} {word}" for number, word in parts if number)
+
+
+def _plugin_autoloaded() -> bool:
+    """Whether pytest loads the plugin by itself (kscaffold installed, autoload not disabled)."""
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return False
+    return any(
+        entry.value == PLUGIN_MODULE for entry in importlib.metadata.entry_points(group="pytest11")
+    )
 
 
 class _SkipRecorder(BuildReporter):
@@ -153,7 +237,8 @@ def _pytest_command(project: Path, pytest_args: Sequence[str]) -> tuple[str, ...
         for arg in pytest_args
     )
     paths = () if names_a_path else (TESTS_DIR,)
-    return (sys.executable, "-m", "pytest", *paths, *pytest_args)
+    plugin = () if _plugin_autoloaded() else ("-p", PLUGIN_MODULE)
+    return (sys.executable, "-m", "pytest", *plugin, *paths, *pytest_args)
 
 
 def _why_not_built(backend: str, asked: str | None, skipped: dict[str, str]) -> str:
@@ -222,5 +307,8 @@ def prepare_project_tests(
         builds=builds,
         backends=tuple(outcomes),
         command=_pytest_command(project, pytest_args),
-        environment={SKIP_VARIABLE: json.dumps(not_built)},
+        environment={
+            SKIP_VARIABLE: json.dumps(not_built),
+            **({BACKEND_VARIABLE: backend} if backend else {}),
+        },
     )
