@@ -549,6 +549,27 @@ def test_registrations_with_a_device_argument_count(project: Path) -> None:
     assert findings == [], describe(findings)
 
 
+def test_an_op_with_an_inferred_schema_is_checked_like_the_others(project: Path) -> None:
+    # `ops.def("name", fn)`: valid, the dispatcher infers the schema from fn's signature.
+    binding = "torch-ext/torch_binding.cpp"
+    replace(
+        project,
+        binding,
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {",
+        "at::Tensor twice(const at::Tensor& x) { return x * 2; }\n\n"
+        'TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {\n  ops.def("twice", &twice);',
+    )
+    findings = check_project(project)
+    # No "no schema" warning; the op reaches the wrapper check, which finds no wrapper.
+    assert [(f.severity, f.message.split(":")[0]) for f in findings] == [
+        ("warning", "Op 'twice' has no Python wrapper")
+    ], describe(findings)
+
+    init = next((project / "torch-ext").glob("*/__init__.py"))
+    init.write_text(init.read_text() + "\n\ndef twice(x):\n    return ops.twice(x)\n")
+    assert check_project(project) == []
+
+
 def test_check_refuses_a_folder_without_build_toml(tmp_path: Path) -> None:
     with pytest.raises(NotAProjectError, match="no build.toml"):
         check_project(tmp_path)

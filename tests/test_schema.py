@@ -136,3 +136,42 @@ def test_a_generated_project_has_its_schemas_and_registrations(tmp_path: Path) -
         "CPU": {"relu", "relu_no_grad", "relu_out"},
         "CUDA": {"relu", "relu_no_grad", "relu_out"},
     }
+
+
+INFERRED = """\
+#include <torch/library.h>
+#include <pybind11/pybind11.h>
+
+at::Tensor twice(const at::Tensor& x) { return x * 2; }
+
+TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  ops.def("twice", &twice);
+  ops.def("thrice", thrice_fn);
+  ops.def("typed(Tensor x) -> Tensor");
+}
+
+TORCH_LIBRARY(other_ns, m) { m.def("helper", &helper); }
+
+PYBIND11_MODULE(ext, m) { m.def("python_only", &python_only); }
+"""
+
+
+def test_ops_with_an_inferred_schema_are_declared_and_registered(tmp_path: Path) -> None:
+    source = tmp_path / "torch_binding.cpp"
+    source.write_text(INFERRED)
+
+    schemas = parse_schemas([source])
+
+    assert [(s.name, s.inferred) for s in schemas] == [
+        ("twice", True),
+        ("thrice", True),
+        ("typed", False),
+        ("helper", True),
+    ]
+    assert schemas[0].line == 7 and schemas[0].arguments == () and schemas[0].returns == ()
+    # The function passed along is the op's kernel for every backend (a composite kernel).
+    assert {(r.op, r.dispatch_key) for r in scan_registrations([source])} == {
+        ("twice", "CompositeImplicitAutograd"),
+        ("thrice", "CompositeImplicitAutograd"),
+        ("helper", "CompositeImplicitAutograd"),
+    }

@@ -1,4 +1,4 @@
-"""`kscaffold test` runs any kernel-builder project's own tests, as kernel-builder's test shell does.
+"""`kscaffold test` runs any kernel-builder project's own tests, as kernel-builder's shell does.
 
 The project here is a `[torch-noarch]` kernel (built by copying, no compiler): its package tells
 which variant it was loaded from, so each test can see which build the suite got. Its tests are

@@ -129,7 +129,12 @@ def _with_skeletons(
     added = {op.base_name for op in _schemas_of(after)} - {op.base_name for op in before_ops}
     user_names = {op.name for op in user_ops}
     keep_template = template_names <= user_names
-    pending = [op for op in user_ops if not keep_template or op.name not in template_names]
+    # An op declared as `def("name", fn)` carries its kernel for every backend already.
+    pending = [
+        op
+        for op in user_ops
+        if not op.inferred and (not keep_template or op.name not in template_names)
+    ]
     if not pending or not backends:
         return after
     adjusted = dict(after)

@@ -76,6 +76,9 @@ class OpSchema:
     line: int = 0
     #: The ``#if`` branches around the declaration, outermost first.
     branches: Path_ = ()
+    #: Declared as ``def("name", fn)``: the dispatcher infers the schema from the function's
+    #: C++ signature, so arguments and returns are not known here.
+    inferred: bool = False
 
     @property
     def base_name(self) -> str:
@@ -349,16 +352,36 @@ def _call_arguments(source: _Source, open_paren: int) -> list[str]:
     return _split_top_level(source.masked[open_paren + 1 : close])
 
 
+def _library_def_calls(source: _Source) -> set[int]:
+    """Offsets of the ``<lib>.def(`` calls inside a ``TORCH_LIBRARY*`` block of that ``lib``."""
+    offsets: set[int] = set()
+    for block in _LIBRARY_BLOCK.finditer(source.masked):
+        end = _matching_brace(source.masked, block.end() - 1)
+        call = re.compile(rf"\b{re.escape(block.group('lib'))}\s*(?:\.|->)\s*def\s*\(")
+        offsets.update(match.end() for match in call.finditer(source.masked, block.end(), end))
+    return offsets
+
+
 def _schemas_in(source: _Source) -> Iterator[OpSchema]:
+    library_defs: set[int] | None = None
     for match in _DEF_CALL.finditer(source.masked):
         found = source.strings_at(match.end())
         if found is None:
             continue
         text = found[0]
-        if "(" not in text:  # `def("name", fn)`: a pybind11 function or an inferred schema
+        line = source.line_of(match.start())
+        branches = source.conditionals.path_at(match.start())
+        if "(" not in text:
+            # `def("name", fn)`: an op whose schema the dispatcher infers from `fn` when it is
+            # called on a torch library; anywhere else (pybind11's `m.def`) not an op at all.
+            if library_defs is None:
+                library_defs = _library_def_calls(source)
+            name = text.strip().rsplit("::", 1)[-1]
+            if match.end() in library_defs and _OP_NAME.match(name):
+                yield OpSchema(name, text, (), (), source.path, line, branches, inferred=True)
             continue
-        schema = parse_schema(text, file=source.path, line=source.line_of(match.start()))
-        yield replace(schema, branches=source.conditionals.path_at(match.start()))
+        schema = parse_schema(text, file=source.path, line=line)
+        yield replace(schema, branches=branches)
 
 
 def _impl_calls(source: _Source, start: int, end: int, lib: str) -> Iterator[tuple[str, int, int]]:
