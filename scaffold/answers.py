@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
-from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, DEFAULT_OP, OP_KINDS
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, CPP_LANGUAGE, DEFAULT_OP, OP_KINDS
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class ProjectAnswers:
         return tuple(self.values.get("backends", ()))
 
     @property
+    def language(self) -> str:
+        """What the project's ops are written in (``cpp`` when the answers do not say)."""
+        return str(self.values.get("language", CPP_LANGUAGE))
+
+    @property
     def ops(self) -> tuple[OpEntry, ...]:
         """The project's ops in the order they were added (projects made before add-op: one)."""
         recorded = self.values.get("ops") or default_ops(self.values.get("example"))
@@ -51,7 +56,7 @@ class ProjectAnswers:
 
 
 #: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived.
-ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "ops")
+ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "language", "ops")
 _REQUIRED_KEYS = ("name", "backends", "example")
 
 
@@ -138,6 +143,8 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
         ("example", example, str),
         ("owner", owner, (str, type(None))),
         ("license", values.get("license", "apache-2.0"), str),
+        # Recorded only for triton projects: C++ projects' answers read as they always have.
+        ("language", values.get("language", CPP_LANGUAGE), str),
     ]
     for key, value, expected in checks:
         if not isinstance(value, expected):
@@ -154,6 +161,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
             owner=owner,
             license=values.get("license", "apache-2.0"),
             version=version,
+            language=values.get("language", CPP_LANGUAGE),
         )
     except KscaffoldError as error:
         raise AnswersError(f"{path}: {error}") from error

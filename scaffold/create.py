@@ -21,7 +21,7 @@ from scaffold.errors import DestinationError, InvalidOptionError, KscaffoldError
 from scaffold.evolve import baseline_ref
 from scaffold.names import KernelName, parse_backends, parse_license, parse_repo_owner
 from scaffold.template import STAGING_PREFIX, render, template_dir
-from scaffold.vocabulary import DEFAULT_BACKENDS, TORCH_EXT_DIR
+from scaffold.vocabulary import CPP_LANGUAGE, DEFAULT_BACKENDS, LANGUAGES, TORCH_EXT_DIR
 
 #: The largest major version: build.toml's version is a TOML integer (64-bit signed).
 MAX_VERSION = 2**63 - 1
@@ -39,6 +39,8 @@ class ProjectSpec:
     owner: str | None = None
     license: str = "apache-2.0"
     version: int = 1
+    #: What the ops are written in: ``cpp`` (C++/CUDA) or ``triton`` (Triton and PyTorch).
+    language: str = CPP_LANGUAGE
     extra_answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -51,11 +53,16 @@ class ProjectSpec:
         owner: str | None = None,
         license: str = "apache-2.0",
         version: int = 1,
+        language: str = CPP_LANGUAGE,
     ) -> ProjectSpec:
         """Validate raw user input (as typed on the command line) into a spec."""
         if example is not None and example not in EXAMPLES:
             raise InvalidOptionError(
                 f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
+            )
+        if language not in LANGUAGES:
+            raise InvalidOptionError(
+                f"Unknown language '{language}': kscaffold writes ops in {', '.join(LANGUAGES)}."
             )
         if not 1 <= version <= MAX_VERSION:
             raise InvalidOptionError(
@@ -69,6 +76,7 @@ class ProjectSpec:
             owner=parse_repo_owner(owner) if owner else None,
             license=parse_license(license),
             version=version,
+            language=language,
         )
 
     def answers(self) -> dict[str, Any]:
@@ -80,6 +88,7 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
+            "language": self.language,
             "ops": default_ops(self.example),
             **self.extra_answers,
         }
