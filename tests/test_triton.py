@@ -1,5 +1,7 @@
-"""``kscaffold new --triton``: a [torch-noarch] project whose ops are Triton kernels (CUDA) and
-plain PyTorch (CPU), registered with ``torch.library.triton_op``."""
+"""``kscaffold new --triton``: a [torch-noarch] project of Triton (CUDA) and PyTorch (CPU) ops.
+
+The ops are registered with ``torch.library.triton_op``; the project builds without a compiler.
+"""
 
 from __future__ import annotations
 
@@ -171,7 +173,9 @@ def _kscaffold_test(project: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("example", [None, "img2gray"], ids=["relu", "img2gray"])
-def test_new_triton_builds_and_its_tests_pass_on_the_cpu(tmp_path: Path, example: str | None) -> None:
+def test_new_triton_builds_and_its_tests_pass_on_the_cpu(
+    tmp_path: Path, example: str | None
+) -> None:
     project = new_triton(tmp_path / "tk", example=example)
     output = _kscaffold_test(project)
     summary = output.strip().splitlines()[-1]
@@ -203,8 +207,10 @@ def test_grown_triton_project_passes_its_tests(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_triton_kernels_agree_with_the_cpu_path_in_tritons_interpreter(tmp_path: Path) -> None:
-    """Triton's interpreter (TRITON_INTERPRET=1) runs the CUDA kernels on the CPU: they give the
-    CPU path's values, uint8 bit-exact with Pillow, on a machine without a GPU."""
+    """The Triton kernels give the CPU path's values (uint8: Pillow's), without a GPU.
+
+    Triton's interpreter (TRITON_INTERPRET=1) runs the CUDA kernels on CPU tensors.
+    """
     pytest.importorskip("triton", reason="needs triton")
     project = new_triton(tmp_path / "tk", example="img2gray")
     add_op(project, "cut", like="relu")
