@@ -80,7 +80,8 @@ class ProjectSpec:
         )
 
     def answers(self) -> dict[str, Any]:
-        """The copier answers for this spec."""
+        """The copier answers for this spec (``language`` only when it is not the default)."""
+        language = {} if self.language == CPP_LANGUAGE else {"language": self.language}
         return {
             "name": self.name.name,
             "backends": list(self.backends),
@@ -88,7 +89,7 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
-            "language": self.language,
+            **language,
             "ops": default_ops(self.example),
             **self.extra_answers,
         }
