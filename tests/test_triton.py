@@ -104,6 +104,18 @@ def test_generated_triton_project_parses_as_noarch(tmp_path: Path) -> None:
     ruff(project)
 
 
+def test_check_refuses_a_triton_op_outside_the_build_namespace(tmp_path: Path) -> None:
+    """The ops are registered by decorators, which kernel-builder's torch-ops-check reads."""
+    project = new_triton(tmp_path / "tk")
+    module = project / "torch-ext" / "tk" / "_relu_triton.py"
+    text = module.read_text()
+    prefixed = '@triton_op(add_op_namespace_prefix("relu_out"), '
+    assert prefixed in text
+    module.write_text(text.replace(prefixed, '@triton_op("mylib::relu_out", '))
+    (error,) = [f for f in check_project(project) if f.is_error]
+    assert "torch-ext/tk/_relu_triton.py" in str(error) and "mylib::relu_out" in str(error)
+
+
 def test_unknown_language_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidOptionError, match="Unknown language 'rust'"):
         ProjectSpec.parse("tk", language="rust")
