@@ -110,3 +110,12 @@ LIKE_KINDS: tuple[str, ...] = ("relu", "img2gray")
 SKELETON_KIND = "skeleton"
 #: Every kind of op the template renders (``template/fragments/<kind>/``).
 OP_KINDS: tuple[str, ...] = (*LIKE_KINDS, SKELETON_KIND)
+
+# --------------------------------------------------------------------------------------------
+# Languages
+
+#: What a project's ops are written in: C++/CUDA compiled into a library (``[torch]``), or
+#: Triton and plain PyTorch in the Python package (``[torch-noarch]``).
+CPP_LANGUAGE = "cpp"
+TRITON_LANGUAGE = "triton"
+LANGUAGES: tuple[str, ...] = (CPP_LANGUAGE, TRITON_LANGUAGE)

@@ -26,7 +26,13 @@ from scaffold.project.buildconfig import find_project_root
 from scaffold.project.names import KNOWN_LICENSES
 from scaffold.project.spec import EXAMPLES, ProjectSpec
 from scaffold.release.clean import clean_project
-from scaffold.vocabulary import DEFAULT_BACKENDS, LIKE_KINDS, SUPPORTED_BACKENDS
+from scaffold.vocabulary import (
+    CPP_LANGUAGE,
+    DEFAULT_BACKENDS,
+    LIKE_KINDS,
+    SUPPORTED_BACKENDS,
+    TRITON_LANGUAGE,
+)
 
 
 def examples(*commands: str) -> str:
@@ -130,12 +136,26 @@ def new(
         str, typer.Option(help=f"License id ({', '.join(KNOWN_LICENSES[:4])}, ...).")
     ] = "apache-2.0",
     version: Annotated[int, typer.Option(help="Major version of the kernel's API.")] = 1,
+    triton: Annotated[
+        bool,
+        typer.Option(
+            "--triton",
+            help="Write the ops in Triton (CUDA) and PyTorch (CPU): a pure-Python [torch-noarch] "
+            "kernel, nothing to compile.",
+        ),
+    ] = False,
     git: Annotated[bool, typer.Option(help="git init and commit the new project.")] = True,
     force: Annotated[bool, typer.Option(help="Write into an existing non-empty folder.")] = False,
 ) -> None:
     """Create a new kernel project from kscaffold's template."""
     spec = ProjectSpec.parse(
-        name, backends=backends, example=example, owner=owner, license=license, version=version
+        name,
+        backends=backends,
+        example=example,
+        owner=owner,
+        license=license,
+        version=version,
+        language=TRITON_LANGUAGE if triton else CPP_LANGUAGE,
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
@@ -200,6 +220,8 @@ def add_backend_command(
     """Add a backend to a project, keeping every edit you made."""
     report = add_backend(_project(path), backend, markers=conflict_markers)
     _print_evolve_report(report)
+    for note in report.notes:
+        console.print(note, style="dim", markup=False)
     _, kscaffold = tool_commands()
     console.print(f"Added the {backend} backend. Next: {kscaffold} test", markup=False)
 

@@ -27,7 +27,13 @@ from scaffold.grow.template import kscaffold_version, render_files
 from scaffold.project.answers import ProjectAnswers, load_answers
 from scaffold.project.schema import OpSchema, find_schemas
 from scaffold.support import gitutil
-from scaffold.vocabulary import ANSWERS_FILE, CSRC_DIR, SUPPORTED_BACKENDS, TORCH_EXT_DIR
+from scaffold.vocabulary import (
+    ANSWERS_FILE,
+    CSRC_DIR,
+    SUPPORTED_BACKENDS,
+    TORCH_EXT_DIR,
+    TRITON_LANGUAGE,
+)
 
 #: The baseline's ref for a project at the top of its git repository.
 BASELINE_REF = "refs/kscaffold/template"
@@ -58,6 +64,8 @@ class EvolveReport:
     deleted: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    #: One-line remarks about what the command did (printed after the files).
+    notes: list[str] = field(default_factory=list)
 
 
 def record_baseline(project: Path, files: dict[str, bytes], message: str) -> None:
@@ -220,7 +228,7 @@ def add_backend(project: Path, backend: str, *, markers: bool = False) -> Evolve
     if backend in answers.backends:
         raise InvalidOptionError(f"{project.name} already has the {backend} backend.")
     backends = [b for b in SUPPORTED_BACKENDS if b in (*answers.backends, backend)]
-    return evolve(
+    report = evolve(
         project,
         answers,
         answers.with_values(backends=backends),
@@ -228,6 +236,14 @@ def add_backend(project: Path, backend: str, *, markers: bool = False) -> Evolve
         what=f"add the {backend} backend",
         skeleton_backends={backend},
     )
+    if answers.language == TRITON_LANGUAGE:
+        package = str(answers.values["name"]).replace("-", "_")
+        report.notes.append(
+            f"{project.name} is a Triton ([torch-noarch]) project: each op's "
+            f"{TORCH_EXT_DIR}/{package}/_<op>_triton.py already holds its Triton (cuda) and "
+            f"PyTorch (cpu) paths, so only build.toml, the card and the tests now name {backend}."
+        )
+    return report
 
 
 def update_project(project: Path, *, markers: bool = False) -> EvolveReport:

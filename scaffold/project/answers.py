@@ -11,7 +11,7 @@ import yaml
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
 from scaffold.project.names import OpName
 from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
-from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, OP_KINDS
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, CPP_LANGUAGE, OP_KINDS
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,11 @@ class ProjectAnswers:
         return tuple(self.values.get("backends", ()))
 
     @property
+    def language(self) -> str:
+        """What the project's ops are written in (``cpp`` when the answers do not say)."""
+        return str(self.values.get("language", CPP_LANGUAGE))
+
+    @property
     def ops(self) -> tuple[OpEntry, ...]:
         """The project's ops in the order they were added (projects made before add-op: one)."""
         recorded = self.values.get("ops") or default_ops(self.values.get("example"))
@@ -36,7 +41,7 @@ class ProjectAnswers:
 
 
 #: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived.
-ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "ops")
+ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "language", "ops")
 _REQUIRED_KEYS = ("name", "backends", "example")
 
 
@@ -119,6 +124,8 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
         ("example", example, str),
         ("owner", owner, (str, type(None))),
         ("license", values.get("license", "apache-2.0"), str),
+        # Recorded only for triton projects: C++ projects' answers read as they always have.
+        ("language", values.get("language", CPP_LANGUAGE), str),
     ]
     for key, value, expected in checks:
         if not isinstance(value, expected):
@@ -135,6 +142,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
             owner=owner,
             license=values.get("license", "apache-2.0"),
             version=version,
+            language=values.get("language", CPP_LANGUAGE),
         )
     except KscaffoldError as error:
         raise AnswersError(f"{path}: {error}") from error

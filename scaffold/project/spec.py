@@ -12,7 +12,7 @@ from typing import Any
 
 from scaffold.errors import InvalidOptionError
 from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
-from scaffold.vocabulary import DEFAULT_BACKENDS, DEFAULT_OP
+from scaffold.vocabulary import CPP_LANGUAGE, DEFAULT_BACKENDS, DEFAULT_OP, LANGUAGES
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class ProjectSpec:
     owner: str | None = None
     license: str = "apache-2.0"
     version: int = 1
+    #: What the ops are written in: ``cpp`` (C++/CUDA) or ``triton`` (Triton and PyTorch).
+    language: str = CPP_LANGUAGE
     extra_answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -60,11 +62,16 @@ class ProjectSpec:
         owner: str | None = None,
         license: str = "apache-2.0",
         version: int = 1,
+        language: str = CPP_LANGUAGE,
     ) -> ProjectSpec:
         """Validate raw user input (as typed on the command line) into a spec."""
         if example is not None and example not in EXAMPLES:
             raise InvalidOptionError(
                 f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
+            )
+        if language not in LANGUAGES:
+            raise InvalidOptionError(
+                f"Unknown language '{language}': kscaffold writes ops in {', '.join(LANGUAGES)}."
             )
         if not 1 <= version <= MAX_VERSION:
             raise InvalidOptionError(
@@ -78,10 +85,12 @@ class ProjectSpec:
             owner=parse_repo_owner(owner) if owner else None,
             license=parse_license(license),
             version=version,
+            language=language,
         )
 
     def answers(self) -> dict[str, Any]:
-        """The copier answers for this spec."""
+        """The copier answers for this spec (``language`` only when it is not the default)."""
+        language = {} if self.language == CPP_LANGUAGE else {"language": self.language}
         return {
             "name": self.name.name,
             "backends": list(self.backends),
@@ -89,6 +98,7 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
+            **language,
             "ops": default_ops(self.example),
             **self.extra_answers,
         }

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.checks import check_project, has_errors
+from scaffold.compiler.variant import noarch_variant_name
 from scaffold.errors import InvalidNameError, PublishError
 from scaffold.outputs.provenance import VariantStatus, inspect_variant
 from scaffold.project.buildconfig import load_build_config
@@ -327,7 +328,10 @@ def plan_release(
         build_files=tuple(sorted([*build_files, *_benchmark_files(project)])),
         main_files=tuple(card),
         variants=variants,
-        flake_variants=flake_variants(config.backends),
+        # A pure-Python kernel: the flake builds one torch-<backend> variant per backend.
+        flake_variants=tuple(sorted(noarch_variant_name(b) for b in config.backends))
+        if config.is_noarch
+        else flake_variants(config.backends),
         local_variants=local,
         warnings=warnings,
     )

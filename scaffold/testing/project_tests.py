@@ -288,12 +288,14 @@ def prepare_project_tests(
             not_built[declared] = reason
             outcomes.append(BackendOutcome(declared, tested=False, detail=reason))
         elif declared == "cuda" and not _gpu_visible():
-            archs = " ".join(result.archs)
+            made = (
+                f"compiled for {' '.join(result.archs)}" if result.native else "pure Python, copied"
+            )
             outcomes.append(
                 BackendOutcome(
                     declared,
                     tested=False,
-                    detail=f"compiled for {archs} into build/{result.variant}/; no CUDA GPU "
+                    detail=f"{made} into build/{result.variant}/; no CUDA GPU "
                     "is visible to run it: torch.cuda.is_available() is False",
                 )
             )

@@ -39,7 +39,7 @@ import pytest
 
 from scaffold.errors import KscaffoldError
 from scaffold.project.buildconfig import load_build_config
-from scaffold.vocabulary import BUILD_DIR, BUILD_TOML
+from scaffold.vocabulary import BUILD_DIR, BUILD_TOML, SUPPORTED_BACKENDS
 
 #: The backend whose variant a run imports (``cpu``, ``cuda``); set by ``kscaffold test``.
 BACKEND_VARIABLE = "KSCAFFOLD_TEST_BACKEND"
@@ -105,7 +105,7 @@ def default_backend(built: Sequence[str]) -> str:
 
 
 def _built_backends(build_dir: Path) -> list[str]:
-    return [backend for backend in ("cuda", "cpu") if _resolve(build_dir, backend) is not None]
+    return [b for b in SUPPORTED_BACKENDS if _resolve(build_dir, b) is not None]
 
 
 def _resolve(build_dir: Path, backend: str) -> Path | None:
