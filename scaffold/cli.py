@@ -381,6 +381,29 @@ def check(path: ProjectPath = None) -> None:
         raise typer.Exit(1)
 
 
+_LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "ok": "green", "info": "dim"}
+
+
+@app.command(epilog=examples("kscaffold doctor", "kscaffold doctor path/to/my-kernel"))
+@reports_errors
+def doctor(path: ProjectPath = None) -> None:
+    """Check that this machine can build, load and run the project; exit 1 on an error."""
+    from scaffold.testing.doctor import diagnose
+
+    findings = diagnose(_project(path))
+    for finding in findings:
+        console.print(
+            Text.assemble(
+                (f"{finding.level:<7}", _LEVEL_STYLE[finding.level]),
+                f" {finding.topic}: {finding.message}",
+            )
+        )
+    errors = sum(finding.is_error for finding in findings)
+    if errors:
+        console.print(f"{errors} error{'s' if errors != 1 else ''}.")
+        raise typer.Exit(1)
+
+
 @app.command(
     epilog=examples(
         "kscaffold publish 1.0.0 --dry-run", "kscaffold publish 1.2.0 --repo-id my-org/my-kernel"

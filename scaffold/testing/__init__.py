@@ -1,0 +1,1 @@
+"""Production validation of a kernel project: ``doctor``, ``sanitize`` and ``profile``."""
