@@ -25,6 +25,8 @@ from scaffold.errors import InvalidOptionError, ToolchainError
 SANITIZER_TOOLS: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
 #: Turns PyTorch's caching allocator off: each tensor is its own allocation, bounds and all.
 NO_CACHING = {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+#: Names the running tool to the tests, which shrink or skip work too large to instrument.
+SANITIZER_VARIABLE = "KSCAFFOLD_SANITIZER"
 
 _ERROR_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+) errors?")
 _RACE_SUMMARY = re.compile(
@@ -150,7 +152,7 @@ def run_tool(
     with subprocess.Popen(
         full,
         cwd=project,
-        env={**os.environ, **environment, **NO_CACHING},
+        env={**os.environ, **environment, **NO_CACHING, SANITIZER_VARIABLE: tool},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -187,7 +189,7 @@ def sanitize_project(
     )
     if not tests.tested:
         raise ToolchainError(f"Nothing to sanitize: {tests.describe()}")
-    command = [*tests.command, "-p", "no:cacheprovider"]
+    command = [*tests.command, "-q", "-p", "no:cacheprovider"]
     return [
         run_tool(sanitizer, tool, command, tests.project, tests.environment, echo) for tool in tools
     ]
