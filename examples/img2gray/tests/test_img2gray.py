@@ -490,6 +490,8 @@ def gpu_busy_work(device: torch.device) -> None:
 
 @ON_CUDA
 def test_runs_on_a_side_stream_without_syncing(kernel: ModuleType, device: torch.device) -> None:
+    import os
+
     x = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 1)
     expected = production_call(kernel, x)
     poison = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 2)
@@ -512,7 +514,9 @@ def test_runs_on_a_side_stream_without_syncing(kernel: ModuleType, device: torch
         done = torch.cuda.Event()
         done.record()
     torch.cuda.current_stream(device).wait_event(done)
-    assert returned_early, "the op waited for work queued before it: a hidden synchronization"
+    # compute-sanitizer serializes kernel launches, so there only the order can be checked.
+    if not os.environ.get("KSCAFFOLD_SANITIZER"):
+        assert returned_early, "the op waited for work queued before it: a hidden synchronization"
     assert same_bits(result, expected), "the op did not run on the current (side) stream"
 
 
