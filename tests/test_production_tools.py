@@ -218,3 +218,78 @@ def test_the_harness_lists_its_workloads(tmp_path: Path) -> None:
     if not sanitize.cuda_gpu_visible():
         assert profile.returncode != 0, profile.stdout + profile.stderr
         assert "--profile needs a CUDA GPU" in profile.stderr, profile.stderr
+
+
+def _script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_tool_run_streams_its_output_and_names_the_tool_to_the_tests(tmp_path: Path) -> None:
+    # A stand-in for compute-sanitizer: runs the command, then prints a summary of its own.
+    sanitizer = _script(
+        tmp_path / "compute-sanitizer",
+        'shift 2\n"$@"\necho "========= ERROR SUMMARY: 3 errors"\nexit 1\n',
+    )
+    pytest_like = (
+        "import os; print('tool', os.environ['KSCAFFOLD_SANITIZER'], "
+        "os.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'], os.environ['EXTRA']); "
+        "print('7 passed, 1 failed, 2 skipped in 1.00s')"
+    )
+    echoed: list[str] = []
+    run = sanitize.run_tool(
+        sanitizer,
+        "initcheck",
+        [sys.executable, "-c", pytest_like],
+        tmp_path,
+        {"EXTRA": "seen"},
+        echoed.append,
+    )
+    assert "tool initcheck 1 seen" in echoed
+    assert run == ToolRun("initcheck", 3, None, {"passed": 7, "failed": 1, "skipped": 2}, 1)
+    assert run.tests_run == 8 and not run.clean
+
+
+def test_profile_reports_each_workload_from_ncus_csv(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stand-in for ncu that answers every workload with one recorded 8K run.
+    ncu = _script(tmp_path / "ncu", f"cat {FIXTURES / 'ncu_img2gray_uint8_8K.txt'}\n")
+    monkeypatch.setattr(sanitize, "cuda_gpu_visible", lambda: True)
+    monkeypatch.setattr(profiling, "find_ncu", lambda: ncu)
+    monkeypatch.setattr("scaffold.compiler.build_project", lambda *args, **kwargs: [])
+    report = tmp_path / "profile.json"
+    result = runner.invoke(app, ["profile", str(project), "--op", "relu", "--json", str(report)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    workloads = profiling.list_workloads(project / "benchmarks" / "benchmark.py")["workloads"]
+    assert isinstance(workloads, list)
+    assert [k["workload"] for k in data["kernels"]] == [w["name"] for w in workloads]
+    assert {k["verdict"] for k in data["kernels"]} == {"memory-bound at 91 % of DRAM peak"}
+    assert "memory-bound at 91 % of DRAM peak" in result.output
+
+
+def test_profile_refuses_an_unknown_op(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sanitize, "cuda_gpu_visible", lambda: True)
+    monkeypatch.setattr(profiling, "find_ncu", lambda: tmp_path / "ncu")
+    monkeypatch.setattr("scaffold.compiler.build_project", lambda *args, **kwargs: [])
+    result = runner.invoke(app, ["profile", str(project), "--op", "softmax"])
+    assert result.exit_code == 2, result.output
+    assert "No benchmark of an op 'softmax': the project has relu." in result.output
+
+
+def test_locked_counters_stop_profile_in_one_line(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ncu = _script(tmp_path / "ncu", f"cat {FIXTURES / 'ncu_no_permission.txt'}\n")
+    monkeypatch.setattr(sanitize, "cuda_gpu_visible", lambda: True)
+    monkeypatch.setattr(profiling, "find_ncu", lambda: ncu)
+    monkeypatch.setattr("scaffold.compiler.build_project", lambda *args, **kwargs: [])
+    result = runner.invoke(app, ["profile", str(project)])
+    assert result.exit_code == 1, result.output
+    assert "Error: ncu cannot read this GPU's performance counters (ERR_NVGPUCTRPERM)" in (
+        result.output
+    )
