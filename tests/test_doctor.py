@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -107,14 +108,15 @@ def test_driver_older_than_the_toolkit(built: Path) -> None:
     toolkit = ToolkitInfo(Path("/cuda/bin/nvcc"), (13, 0))
     torch = dataclasses.replace(TORCH, cuda="12.8")
     findings = diagnose(built, FakeProbes(driver=(12, 8), cuda_toolkit=toolkit, torch_info=torch))
-    (error,) = _only(findings, "error")
+    mixed, error = _only(findings, "error")
+    assert "nvcc is CUDA 13.0, torch 2.14.1+cu130 was built with CUDA 12.8" in mixed
     assert "driver supports CUDA 12.8, older than the CUDA 13.0 toolkit (/cuda/bin/nvcc)" in error
     assert "Update the NVIDIA driver to one for CUDA 13.0 or newer" in error
 
 
 def test_driver_older_than_torch(built: Path) -> None:
-    toolkit = ToolkitInfo(Path("/cuda/bin/nvcc"), (12, 4))
-    findings = diagnose(built, FakeProbes(driver=(12, 4), cuda_toolkit=toolkit))
+    # No toolkit here (a machine that only runs kernels): torch alone needs the newer driver.
+    findings = diagnose(built, FakeProbes(driver=(12, 4), cuda_toolkit=None))
     (error,) = _only(findings, "error")
     assert "CUDA 12.4, older than torch 2.14.1+cu130 (built for CUDA 13.0)" in error
     assert "or install a torch built for CUDA 12.x" in error
@@ -245,3 +247,20 @@ def test_the_command_exits_1_on_an_error(built: Path, monkeypatch: pytest.Monkey
     assert result.exit_code == 1, result.output
     assert "error   ninja: ninja not found" in result.output
     assert "1 error." in result.output
+
+
+def test_toolkit_and_torch_of_different_cuda_majors(built: Path) -> None:
+    toolkit = ToolkitInfo(Path("/cuda/bin/nvcc"), (12, 9))
+    (error,) = _only(diagnose(built, FakeProbes(cuda_toolkit=toolkit)), "error")
+    assert error.startswith("toolkit: nvcc is CUDA 12.9, torch 2.14.1+cu130 was built with CUDA")
+    assert "Install a CUDA 13.x toolkit (CUDA_HOME) or a torch built for CUDA 12." in error
+
+
+def test_a_backend_not_built_yet_is_information(built: Path) -> None:
+    shutil.rmtree(built / "build" / TORCH.variants["cuda"])
+    findings = diagnose(built, FakeProbes())
+    assert _only(findings, "error") == []
+    assert (
+        "build: no cuda variant in build/ yet: kscaffold build --backend cuda (it says why, "
+        "if it cannot)" in _only(findings, "info")
+    )

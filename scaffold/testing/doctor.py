@@ -121,6 +121,23 @@ def _driver_findings(probes: Probes, torch: TorchInfo | None) -> list[DoctorFind
         findings.append(
             DoctorFinding("ok", "toolkit", f"nvcc {_version(toolkit.version)} at {toolkit.nvcc}")
         )
+    torch_cuda = torch.cuda_version if torch is not None else None
+    if (
+        toolkit is not None
+        and torch is not None
+        and torch_cuda is not None
+        and toolkit.version[0] != torch_cuda[0]
+    ):
+        findings.append(
+            DoctorFinding(
+                "error",
+                "toolkit",
+                f"nvcc is CUDA {_version(toolkit.version)}, torch {torch.version} was built "
+                f"with CUDA {torch.cuda}: kscaffold build refuses to mix them. Install a CUDA "
+                f"{torch_cuda[0]}.x toolkit (CUDA_HOME) or a torch built for CUDA "
+                f"{toolkit.version[0]}.",
+            )
+        )
     if driver is None:
         findings.append(
             DoctorFinding(
@@ -142,7 +159,6 @@ def _driver_findings(probes: Probes, torch: TorchInfo | None) -> list[DoctorFind
                 "or build with an older toolkit (CUDA_HOME)",
             )
         )
-    torch_cuda = torch.cuda_version if torch is not None else None
     if torch is not None and torch_cuda is not None:
         needs.append(
             (
@@ -267,7 +283,15 @@ def _variant_findings(
     for backend in backends:
         built = [v.name for v in variants if v.backend == backend]
         if not built:
-            continue  # never built here (e.g. no nvcc): the build says why
+            findings.append(
+                DoctorFinding(
+                    "info",
+                    "build",
+                    f"no {backend} variant in build/ yet: kscaffold build --backend {backend} "
+                    "(it says why, if it cannot)",
+                )
+            )
+            continue
         loaded = [name for name in built if loads(name, backend, torch)]
         if loaded:
             findings.append(
