@@ -293,3 +293,12 @@ def test_locked_counters_stop_profile_in_one_line(
     assert "Error: ncu cannot read this GPU's performance counters (ERR_NVGPUCTRPERM)" in (
         result.output
     )
+
+
+def test_ncus_details_page_is_read_too() -> None:
+    (launch,) = parse_ncu_csv(_fixture("ncu_relu_float32_details_page.txt"))
+    assert launch["duration_us"] == pytest.approx(30.94)
+    assert launch["registers"] == 16 and launch["local_stores"] == 0
+    (profile,) = summarize("relu", "float32 4096x4096", [launch])
+    assert profile.kernel == "relu_kernel<float, true>"
+    assert profile.verdict == "memory-bound at 92 % of DRAM peak"

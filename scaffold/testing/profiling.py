@@ -101,12 +101,14 @@ def ncu_failure(output: str) -> str | None:
 
 
 def parse_ncu_csv(output: str) -> list[dict[str, object]]:
-    """The kernels in ``ncu --csv --page raw`` output: name, and each metric in METRICS.
+    """The launches in ``ncu --csv`` output: kernel name, and each metric in METRICS.
 
-    ncu prints its own ``==PROF==`` lines and the application's output before the table; the
-    table is a header row (``"ID","Process ID",...,"Kernel Name",...,<metrics>``), a row of
-    units, then one row per profiled launch. Durations come back in microseconds whatever unit
-    ncu chose; thousands separators are dropped.
+    ncu prints its own ``==PROF==`` lines and the application's output before the table. The
+    raw page (``--page raw``, what kscaffold asks for) is a header row
+    (``"ID","Process ID",...,"Kernel Name",...,<metrics>``), a row of units, then one row per
+    profiled launch; the details page has one row per launch and metric (``"Metric Name"``,
+    ``"Metric Unit"``, ``"Metric Value"``), and is read too. Durations come back in
+    microseconds whatever unit ncu chose; thousands separators are dropped.
     """
     lines = output.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
@@ -115,23 +117,42 @@ def parse_ncu_csv(output: str) -> list[dict[str, object]]:
     table = [line for line in lines[start:] if line.startswith('"')]
     rows = list(csv.reader(io.StringIO("\n".join(table))))
     header, body = rows[0], rows[1:]
-    units: dict[str, str] = {}
-    if body and not body[0][0]:  # the units row has no ID
-        units = dict(zip(header, body[0], strict=False))
-        body = body[1:]
-    launches = []
-    for row in body:
-        values = dict(zip(header, row, strict=False))
-        launch: dict[str, object] = {"kernel": values.get("Kernel Name", "?")}
+    # One (name, {metric: (value, unit)}) per launch, from either page.
+    launches: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {}
+    if "Metric Name" in header:
+        for row in body:
+            values = dict(zip(header, row, strict=False))
+            name, metrics = launches.setdefault(values["ID"], (_kernel_name(values), {}))
+            metrics[values["Metric Name"]] = (values["Metric Value"], values.get("Metric Unit", ""))
+    else:
+        units: dict[str, str] = {}
+        if body and not body[0][0]:  # the units row has no ID
+            units = dict(zip(header, body[0], strict=False))
+            body = body[1:]
+        for row in body:
+            values = dict(zip(header, row, strict=False))
+            metrics = {m: (values[m], units.get(m, "")) for m in METRICS if m in values}
+            launches[values["ID"]] = (_kernel_name(values), metrics)
+    parsed = []
+    for name, metrics in launches.values():
+        launch: dict[str, object] = {"kernel": name}
         for metric, field in METRICS.items():
-            if metric not in values:
+            if metric not in metrics:
                 continue
-            value = _number(values[metric])
+            text, unit = metrics[metric]
+            value = _number(text)
             if field == "duration_us":
-                value *= _TIME_UNITS.get(units.get(metric, "nsecond").strip(), 1e-3)
+                value *= _TIME_UNITS.get(unit.strip(), 1e-3)
             launch[field] = value
-        launches.append(launch)
-    return launches
+        parsed.append(launch)
+    return parsed
+
+
+def _kernel_name(values: dict[str, str]) -> str:
+    for column in ("Kernel Name", "Demangled Name", "Function Name", "Mangled Name"):
+        if values.get(column):
+            return values[column]
+    return "?"
 
 
 def short_kernel_name(name: str) -> str:
