@@ -162,6 +162,9 @@ def test_verdict_thresholds() -> None:
     assert verdict(100.0, 20.0, 85.0) == "compute-bound at 85 % of SM peak"
     assert verdict(100.0, 70.0, 65.0) == "memory-bound at 70 % of DRAM peak"
     assert verdict(100.0, 30.0, 20.0) == "latency-bound (DRAM 30 %, SM 20 % of peak)"
+    # Near a peak, even a short kernel is bound by it; near neither, a short one by its launch.
+    assert verdict(8.0, 85.0, 10.0) == "memory-bound at 85 % of DRAM peak"
+    assert verdict(8.0, 30.0, 20.0) == "latency/launch-bound (8.0 µs)"
 
 
 def test_locked_counters_give_one_line() -> None:
@@ -186,7 +189,7 @@ def test_the_table_and_json_carry_every_kernel() -> None:
     )
     table = profile_table(profiles)
     assert "memory-bound at 91 % of DRAM peak" in table and "latency/launch-bound" in table
-    assert "latency/launch-bound under 10 µs" in table
+    assert "latency/launch-bound under 10 µs, else latency-bound" in table
     data = json.loads(profile_json(profiles))
     assert data["thresholds"]["memory_bound_from_dram_pct"] == 60.0
     assert [k["workload"] for k in data["kernels"]] == ["uint8 8K", "uint8 224x224"]

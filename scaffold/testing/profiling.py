@@ -177,15 +177,19 @@ def short_kernel_name(name: str) -> str:
 
 
 def verdict(duration_us: float, dram_pct: float, sm_pct: float) -> str:
-    """What bounds a kernel, by :data:`THRESHOLDS`."""
-    if duration_us < THRESHOLDS["launch_bound_below_us"]:
-        return f"latency/launch-bound ({duration_us:.1f} µs)"
+    """What bounds a kernel, by :data:`THRESHOLDS`.
+
+    A kernel near either peak is bound by it, however short; one near neither is bound by launch
+    and ramp-up latency when it is short, else by the latency of its accesses.
+    """
     memory = dram_pct >= THRESHOLDS["memory_bound_from_dram_pct"]
     compute = sm_pct >= THRESHOLDS["compute_bound_from_sm_pct"]
     if memory and (not compute or dram_pct >= sm_pct):
         return f"memory-bound at {dram_pct:.0f} % of DRAM peak"
     if compute:
         return f"compute-bound at {sm_pct:.0f} % of SM peak"
+    if duration_us < THRESHOLDS["launch_bound_below_us"]:
+        return f"latency/launch-bound ({duration_us:.1f} µs)"
     return f"latency-bound (DRAM {dram_pct:.0f} %, SM {sm_pct:.0f} % of peak)"
 
 
@@ -336,9 +340,9 @@ def profile_table(profiles: Sequence[KernelProfile]) -> str:
     t = THRESHOLDS
     lines.append(
         f"Medians of {PROFILE_CALLS} launches per workload, clocks not locked. Verdicts: "
-        f"latency/launch-bound under {t['launch_bound_below_us']:g} µs; memory-bound from "
-        f"{t['memory_bound_from_dram_pct']:g} % of DRAM peak; compute-bound from "
-        f"{t['compute_bound_from_sm_pct']:g} % of SM peak; latency-bound below both. "
+        f"memory-bound from {t['memory_bound_from_dram_pct']:g} % of DRAM peak, compute-bound "
+        f"from {t['compute_bound_from_sm_pct']:g} % of SM peak; below both, "
+        f"latency/launch-bound under {t['launch_bound_below_us']:g} µs, else latency-bound. "
         "spills: local-memory load and store instructions executed."
     )
     return "\n".join(lines)
