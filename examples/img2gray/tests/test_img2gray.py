@@ -437,7 +437,9 @@ def production_input(
 def production_call(
     kernel: ModuleType, image: torch.Tensor, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    return kernel.img2gray(image) if out is None else kernel.img2gray(image, out=out)
+    if out is None:
+        return kernel.img2gray(image)
+    return kernel.img2gray(image, out=out)
 
 
 def production_out_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
