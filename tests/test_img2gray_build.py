@@ -7,6 +7,7 @@ edit the user made, and the new backend builds, loads and matches Pillow bit for
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from scaffold.compiler import build_project
 from scaffold.grow.create import create_project
 from scaffold.grow.evolve import add_backend
 from scaffold.project.spec import ProjectSpec
+from scaffold.testing.sanitize import cuda_gpu_visible
 from tests.helpers import run, run_with_kernel
 from tests.test_build import cuda_toolkit_or_skip, find_cuobjdump
 from tests.test_evolve import commit_all, make_user_edits
@@ -92,6 +94,28 @@ def test_cpu_variant_loads_through_kernels_and_matches_pillow(img2gray_cpu: Path
 
 def test_generated_test_suite_passes(img2gray_cpu: Path) -> None:
     run_generated_tests(img2gray_cpu)
+
+
+PRODUCTION_TESTS = (
+    "side_stream or graph_replay or leave_no_memory or bit_identical or 2_31 or fake_tensors"
+)
+
+
+def test_production_tests_run_fakes_here_and_skip_cuda_with_reasons(img2gray_cpu: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests",
+         "-k", PRODUCTION_TESTS],
+        cwd=img2gray_cpu, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    output = result.stdout
+    assert result.returncode == 0, f"{output}\n{result.stderr}"
+    # The fake-tensor shapes of the CPU backend run on any machine: one per odd shape.
+    assert re.search(r"\b6 passed\b", output), output
+    if not cuda_gpu_visible():
+        # Five CUDA tests plus the CUDA fake shapes, each skipped with the reason.
+        assert re.search(r"\b11 skipped\b", output), output
+        assert "needs the CUDA backend and a CUDA GPU" in output, output
+        assert "needs a CUDA GPU: torch.cuda.is_available() is False" in output, output
 
 
 def test_generated_tests_say_build_first_when_nothing_is_built(tmp_path: Path) -> None:

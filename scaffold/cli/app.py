@@ -371,6 +371,82 @@ def test_command(
     raise typer.Exit(0 if run.passed else (run.status or 1))
 
 
+@app.command(
+    cls=_PassThroughCommand,
+    epilog=examples(
+        "kscaffold sanitize", "kscaffold sanitize --tool memcheck,initcheck -- -x -k out"
+    ),
+)
+@reports_errors
+def sanitize(
+    ctx: typer.Context,
+    path: ProjectPath = None,
+    tool: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated tools (default: memcheck,racecheck,initcheck,synccheck)."
+        ),
+    ] = None,
+) -> None:
+    """Build, then run the CUDA tests under each compute-sanitizer tool; exit 1 on any finding."""
+    from scaffold.cli.build_progress import ConsoleBuildReporter
+    from scaffold.testing.sanitize import parse_tools, sanitize_project, sanitize_table
+
+    tools = parse_tools(tool)
+    reporter = ConsoleBuildReporter(console, error_console)
+
+    def echo(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    try:
+        runs = sanitize_project(
+            _project(path),
+            tools=tools,
+            pytest_args=ctx.meta.get(_PYTEST_ARGS, []),
+            reporter=reporter,
+            echo=echo,
+        )
+    finally:
+        reporter.close()
+    console.print("")
+    console.print(sanitize_table(runs))
+    dirty = [run.tool for run in runs if not run.clean]
+    if dirty:
+        console.print(f"Not clean under {', '.join(dirty)}.")
+        raise typer.Exit(1)
+    console.print("Clean under every tool.")
+
+
+@app.command(
+    epilog=examples("kscaffold profile", "kscaffold profile --op img2gray --json profile.json")
+)
+@reports_errors
+def profile(
+    path: ProjectPath = None,
+    op: Annotated[
+        str | None, typer.Option(help="Profile only this op (default: every op).")
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Also write the results as JSON to this file.")
+    ] = None,
+) -> None:
+    """Profile the op's benchmark workloads under Nsight Compute: what bounds each kernel."""
+    from scaffold.cli.build_progress import ConsoleBuildReporter
+    from scaffold.testing.profiling import profile_json, profile_project, profile_table
+
+    reporter = ConsoleBuildReporter(console, error_console)
+    try:
+        profiles = profile_project(
+            _project(path), op=op, reporter=reporter, echo=lambda line: console.print(line)
+        )
+    finally:
+        reporter.close()
+    console.print(profile_table(profiles), soft_wrap=True)
+    if json_path is not None:
+        json_path.write_text(profile_json(profiles), encoding="utf-8")
+        console.print(f"Wrote {json_path}")
+
+
 @app.command(epilog=examples("kscaffold clean --dry-run", "kscaffold clean --all"))
 @reports_errors
 def clean(
@@ -395,6 +471,29 @@ def check(path: ProjectPath = None) -> None:
     findings = check_project(_project(path))
     print_findings(console, findings)
     if has_errors(findings):
+        raise typer.Exit(1)
+
+
+_LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "ok": "green", "info": "dim"}
+
+
+@app.command(epilog=examples("kscaffold doctor", "kscaffold doctor path/to/my-kernel"))
+@reports_errors
+def doctor(path: ProjectPath = None) -> None:
+    """Check that this machine can build, load and run the project; exit 1 on an error."""
+    from scaffold.testing.doctor import diagnose
+
+    findings = diagnose(_project(path))
+    for finding in findings:
+        console.print(
+            Text.assemble(
+                (f"{finding.level:<7}", _LEVEL_STYLE[finding.level]),
+                f" {finding.topic}: {finding.message}",
+            )
+        )
+    errors = sum(finding.is_error for finding in findings)
+    if errors:
+        console.print(f"{errors} error{'s' if errors != 1 else ''}.")
         raise typer.Exit(1)
 
 

@@ -414,3 +414,226 @@ def test_cpu_and_cuda_agree(dtype: torch.dtype) -> None:
         torch.testing.assert_close(on_cuda.cpu(), on_cpu, rtol=0, atol=0)
     else:
         torch.testing.assert_close(on_cuda.cpu(), on_cpu)
+
+
+# --- what the shared production tests need of this op ------------------------------------------
+
+PRODUCTION_SHAPE = (4, 129, 257, 3)
+PRODUCTION_DTYPE = torch.uint8
+ODD_SHAPES = [(1, 1, 3), (7, 13, 3), (3, 5, 17, 3), (2, 3, 9, 11, 3), (0, 5, 3), (0, 4, 6, 3)]
+HUGE_ROW: tuple[int, ...] | None = (1, 3)  # per pixel: images of one column, height 2^31 and more
+HUGE_DTYPE = torch.uint8
+
+
+def production_input(
+    shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, seed: int
+) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, dtype=torch.uint8, generator=generator).to(device)
+    return torch.rand(shape, dtype=torch.float64, generator=generator).to(dtype).to(device)
+
+
+def production_call(
+    kernel: ModuleType, image: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    if out is None:
+        return kernel.img2gray(image)
+    return kernel.img2gray(image, out=out)
+
+
+def production_out_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return shape[:-1]
+
+
+# --- production: streams, CUDA graphs, leaks, determinism, int64 indexing, fake shapes ------------
+#
+# Shared by every op; an op opts in by defining, before this part, the hooks it calls:
+# production_input(shape, dtype, device, seed), production_call(kernel, x, out=None),
+# production_out_shape(shape), PRODUCTION_SHAPE and PRODUCTION_DTYPE (a sample), ODD_SHAPES (input
+# shapes for the fake), and HUGE_ROW and HUGE_DTYPE: an input of shape (rows, *HUGE_ROW) whose
+# result's first dimension is rows too, or HUGE_ROW = None for an op that is not elementwise.
+
+ON_CUDA = pytest.mark.parametrize(
+    "backend",
+    [
+        pytest.param(
+            "cuda",
+            id="cuda",
+            marks=pytest.mark.skipif(
+                "cuda" not in BACKENDS or not torch.cuda.is_available(),
+                reason="needs the CUDA backend and a CUDA GPU",
+            ),
+        )
+    ],
+)
+
+
+def production_out(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(production_out_shape(tuple(x.shape)), dtype=x.dtype, device=x.device)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two results are equal bit for bit (NaNs included)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
+
+
+def gpu_busy_work(device: torch.device) -> None:
+    """Queue about 100 ms of matrix products on the current stream (their values are unused)."""
+    import os
+
+    # Under compute-sanitizer every kernel is instrumented: far fewer products take as long.
+    a = torch.full((4096, 4096), 1e-3, device=device)
+    for _ in range(2 if os.environ.get("KSCAFFOLD_SANITIZER") else 40):
+        a = a @ a
+
+
+@ON_CUDA
+def test_runs_on_a_side_stream_without_syncing(kernel: ModuleType, device: torch.device) -> None:
+    import os
+
+    x = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 1)
+    expected = production_call(kernel, x)
+    poison = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 2)
+    buffer = poison.clone()
+    torch.cuda.synchronize(device)
+    side = torch.cuda.Stream(device)
+    with torch.cuda.stream(side):
+        gpu_busy_work(device)
+        busy_done = torch.cuda.Event()
+        busy_done.record()
+        buffer.copy_(x)  # The op must see x: queued on the side stream after the busy work.
+        # Any synchronizing call PyTorch makes inside the op raises here.
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            result = production_call(kernel, buffer)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        # Had the op synchronized the device or the stream, the busy work would be over.
+        returned_early = not busy_done.query()
+        done = torch.cuda.Event()
+        done.record()
+    torch.cuda.current_stream(device).wait_event(done)
+    # compute-sanitizer serializes kernel launches, so there only the order can be checked.
+    if not os.environ.get("KSCAFFOLD_SANITIZER"):
+        assert returned_early, "the op waited for work queued before it: a hidden synchronization"
+    assert same_bits(result, expected), "the op did not run on the current (side) stream"
+
+
+@ON_CUDA
+def test_cuda_graph_replay_matches_eager(kernel: ModuleType, device: torch.device) -> None:
+    static_x = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 1)
+    static_out = production_out(static_x)
+    warm_up = torch.cuda.Stream(device)  # as torch.cuda.graphs' documentation does
+    warm_up.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(warm_up):
+        for _ in range(2):
+            production_call(kernel, static_x)
+            production_call(kernel, static_x, out=static_out)
+    torch.cuda.current_stream(device).wait_stream(warm_up)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_result = production_call(kernel, static_x)
+        production_call(kernel, static_x, out=static_out)
+    for seed in (3, 4):
+        x = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, seed)
+        static_x.copy_(x)
+        graph.replay()
+        torch.cuda.synchronize(device)
+        expected = production_call(kernel, x)
+        assert same_bits(static_result, expected), f"allocating form, replay with seed {seed}"
+        assert same_bits(static_out, expected), f"out= form, replay with seed {seed}"
+
+
+@ON_CUDA
+def test_repeated_calls_leave_no_memory_behind(kernel: ModuleType, device: torch.device) -> None:
+    x = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 1)
+    out = production_out(x)
+    production_call(kernel, x)
+    production_call(kernel, x, out=out)
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    for _ in range(100):
+        production_call(kernel, x)
+        production_call(kernel, x, out=out)
+    torch.cuda.synchronize(device)
+    assert torch.cuda.memory_allocated(device) == before
+
+
+@ON_CUDA
+def test_two_calls_are_bit_identical(kernel: ModuleType, device: torch.device) -> None:
+    x = production_input(PRODUCTION_SHAPE, PRODUCTION_DTYPE, device, 5)
+    first, second = production_call(kernel, x), production_call(kernel, x)
+    out = production_out(x)
+    production_call(kernel, x, out=out)
+    assert same_bits(first, second) and same_bits(first, out)
+
+
+#: More result elements than a signed 32-bit index reaches.
+HUGE_ROWS = 2**31 + 1031
+
+
+def huge_input(places: dict[str, int], edge: int, device: torch.device) -> torch.Tensor:
+    """Zeros of HUGE_ROWS rows, with `edge` rows of sample values from each place on."""
+    x = torch.zeros((HUGE_ROWS, *HUGE_ROW), dtype=HUGE_DTYPE, device=device)
+    for seed, first in enumerate(places.values()):
+        x[first : first + edge] = production_input((edge, *HUGE_ROW), HUGE_DTYPE, device, seed)
+    return x
+
+
+@ON_CUDA
+def test_far_end_of_more_than_2_31_elements(kernel: ModuleType, device: torch.device) -> None:
+    import os
+
+    if HUGE_ROW is None:
+        pytest.skip("the op is not elementwise: no input of more than 2^31 rows to slice")
+    if os.environ.get("KSCAFFOLD_SANITIZER"):
+        pytest.skip("under compute-sanitizer: its shadow state for 2^31 elements is too large")
+    shape = (HUGE_ROWS, *HUGE_ROW)
+    result_shape = production_out_shape(shape)
+    item = torch.empty((), dtype=HUGE_DTYPE).element_size()
+    need = (torch.Size(shape).numel() + torch.Size(result_shape).numel()) * item
+    free, _ = torch.cuda.mem_get_info(device)
+    if free < need + 2**30:
+        pytest.skip(
+            f"needs {need / 2**30:.1f} GiB of free GPU memory (input and result) and 1 GiB "
+            f"to spare; {free / 2**30:.1f} GiB is free"
+        )
+    edge = 4099  # rows checked at each place: the start, across 2^31, the end
+    places = {"start": 0, "2^31": 2**31 - edge // 2, "end": HUGE_ROWS - edge}
+    for form in ("allocating", "out="):
+        x = huge_input(places, edge, device)
+        if form == "out=":
+            got = torch.zeros(result_shape, dtype=HUGE_DTYPE, device=device)
+            production_call(kernel, x, out=got)
+        else:
+            got = production_call(kernel, x)
+        del x
+        for seed, (place, first) in enumerate(places.items()):
+            rows = production_input((edge, *HUGE_ROW), HUGE_DTYPE, device, seed)
+            assert same_bits(got[first : first + edge], production_call(kernel, rows)), (
+                f"{form} form: wrong rows at the {place} of {HUGE_ROWS} rows"
+            )
+        del got
+
+
+def shape_id(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+@pytest.mark.parametrize("shape", ODD_SHAPES, ids=shape_id)
+def test_fake_tensors_propagate_shapes(
+    kernel: ModuleType, device: torch.device, shape: tuple[int, ...]
+) -> None:
+    # FakeTensorMode is what torch.compile traces with; PyTorch exposes it under torch._subclasses.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(shape, dtype=PRODUCTION_DTYPE, device=device)
+        y = production_call(kernel, x)
+        out = production_call(kernel, x, out=production_out(x))
+    for result in (y, out):
+        assert tuple(result.shape) == production_out_shape(shape)
+        assert result.dtype == PRODUCTION_DTYPE and result.device == x.device

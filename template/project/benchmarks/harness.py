@@ -11,6 +11,9 @@ that large sizes measure memory, not cache.
 On a GPU it also measures the host's share of a call at the smallest size: microseconds per call
 launched from Python one after another, against the same calls replayed from a CUDA graph, for the
 kernel and for a `clone` of the same input.
+
+`--list` prints the op's workloads as JSON; `--profile N` runs each chosen workload's kernel N
+times and times nothing, for a profiler such as Nsight Compute (`kscaffold profile` runs it so).
 """
 
 from __future__ import annotations
@@ -481,8 +484,27 @@ def main(op: Op, argv: Sequence[str] | None = None) -> None:
         metavar="PATH",
         help="print (and --plot, --markdown) earlier results instead of running",
     )
+    parser.add_argument(
+        "--list", action="store_true", help="print the op and its workloads as JSON, then exit"
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="N",
+        help="only call the kernel (out=) N times per workload, for a profiler; no timing",
+    )
     args = parser.parse_args(argv)
 
+    if args.list:
+        listed = [
+            {"name": w.name, "size": w.size, "dtype": str(w.dtype).removeprefix("torch.")}
+            for w in op.workloads
+        ]
+        print(json.dumps({"op": op.name, "workloads": listed}))
+        return
+    if args.profile is not None:
+        _profile_from_args(op, args, sizes, dtypes)
+        return
     if args.from_json is not None:
         results = json.loads(args.from_json.read_text())
     else:
@@ -506,14 +528,33 @@ def _pick(given: str | None, known: list[str], what: str) -> list[str]:
     return picked
 
 
-def _run_from_args(
+def _profile_from_args(
     op: Op, args: argparse.Namespace, sizes: list[str], dtypes: list[str]
-) -> dict[str, Any]:
+) -> None:
+    """Call the kernel `args.profile` times per workload, each workload in an NVTX range."""
     from kernels import get_local_kernel
 
-    device = torch.device(args.backend)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        sys.exit("--backend cuda needs a CUDA GPU: torch.cuda.is_available() is False")
+    if not torch.cuda.is_available():
+        sys.exit("--profile needs a CUDA GPU: torch.cuda.is_available() is False")
+    device = torch.device("cuda")
+    workloads = _chosen_workloads(op, args, sizes, dtypes, device)
+    kernel = get_local_kernel(Path(__file__).resolve().parents[1], backend="cuda")
+    for workload in workloads:
+        torch.manual_seed(0)
+        x = op.make_input(workload, device)
+        out = op.make_out(x)
+        torch.cuda.synchronize(device)
+        torch.cuda.nvtx.range_push(workload.name)
+        for _ in range(args.profile):
+            op.call_out(kernel, x, out)
+        torch.cuda.synchronize(device)
+        torch.cuda.nvtx.range_pop()
+        print(f"profiled {workload.name}: {args.profile} calls")
+
+
+def _chosen_workloads(
+    op: Op, args: argparse.Namespace, sizes: list[str], dtypes: list[str], device: torch.device
+) -> list[Workload]:
     picked_sizes = _pick(args.sizes, sizes, "sizes")
     picked_dtypes = _pick(args.dtypes, dtypes, "dtypes")
     max_mib = args.max_mib if args.max_mib is not None else (256 if device.type == "cpu" else None)
@@ -529,6 +570,18 @@ def _run_from_args(
         workloads.append(workload)
     if not workloads:
         sys.exit("no workload left to run: widen --sizes, --dtypes or --max-mib")
+    return workloads
+
+
+def _run_from_args(
+    op: Op, args: argparse.Namespace, sizes: list[str], dtypes: list[str]
+) -> dict[str, Any]:
+    from kernels import get_local_kernel
+
+    device = torch.device(args.backend)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("--backend cuda needs a CUDA GPU: torch.cuda.is_available() is False")
+    workloads = _chosen_workloads(op, args, sizes, dtypes, device)
     project = Path(__file__).resolve().parents[1]
     kernel = get_local_kernel(project, backend=device.type)
     print(f"{op.name}: {len(workloads)} workloads on {machine(device)}, each checked, then timed")
