@@ -103,9 +103,9 @@ def add_op(
 ) -> EvolveReport:
     """Add the op ``name`` to every backend of ``project``, keeping every edit the user made.
 
-    ``like`` starts the op from a working op of the template (``relu`` or ``img2gray``, with
-    its math under the new name); without it, each backend gets a skeleton that compiles,
-    registers the op, checks its inputs and raises naming the file to write.
+    ``like`` starts the op from a working op of the template (``relu``, ``img2gray`` or
+    ``rms_norm``, with its math under the new name); without it, each backend gets a skeleton
+    that compiles, registers the op, checks its inputs and raises naming the file to write.
     """
     op = OpName(name)
     if like is not None and like not in LIKE_KINDS:

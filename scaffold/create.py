@@ -26,7 +26,7 @@ from scaffold.vocabulary import DEFAULT_BACKENDS, TORCH_EXT_DIR
 #: The largest major version: build.toml's version is a TOML integer (64-bit signed).
 MAX_VERSION = 2**63 - 1
 #: Worked examples the template can start from, besides the default op.
-EXAMPLES: tuple[str, ...] = ("img2gray",)
+EXAMPLES: tuple[str, ...] = ("img2gray", "rms_norm")
 
 
 @dataclass(frozen=True)
