@@ -32,7 +32,10 @@ _SYNC_FIX = (
 
 #: Each flagged runtime call: what is wrong with it in a kernel, and the fix.
 FLAGGED_CALLS: dict[str, tuple[str, str]] = {
-    "cudaMalloc": ("allocates outside PyTorch's caching allocator and synchronises", _ALLOCATOR_FIX),
+    "cudaMalloc": (
+        "allocates outside PyTorch's caching allocator and may synchronise the device",
+        _ALLOCATOR_FIX,
+    ),
     "cudaMallocManaged": ("allocates outside PyTorch's caching allocator", _ALLOCATOR_FIX),
     "cudaMallocPitch": ("allocates outside PyTorch's caching allocator", _ALLOCATOR_FIX),
     "cudaMallocAsync": (
