@@ -105,7 +105,7 @@ BINDING_HEADER = f"{TORCH_EXT_DIR}/torch_binding.h"
 #: The op a project starts with when no example is chosen.
 DEFAULT_OP = "relu"
 #: What ``kscaffold add-op --like`` can start an op from: a working op of the template.
-LIKE_KINDS: tuple[str, ...] = ("relu", "img2gray")
+LIKE_KINDS: tuple[str, ...] = ("relu", "img2gray", "rms_norm")
 #: The kind of an op added without ``--like``: it compiles, registers, and raises until written.
 SKELETON_KIND = "skeleton"
 #: Every kind of op the template renders (``template/fragments/<kind>/``).
@@ -119,3 +119,5 @@ OP_KINDS: tuple[str, ...] = (*LIKE_KINDS, SKELETON_KIND)
 CPP_LANGUAGE = "cpp"
 TRITON_LANGUAGE = "triton"
 LANGUAGES: tuple[str, ...] = (CPP_LANGUAGE, TRITON_LANGUAGE)
+#: The template ops written in Triton too (the others exist in C++ and CUDA only).
+TRITON_KINDS: tuple[str, ...] = ("relu", "img2gray", SKELETON_KIND)

@@ -360,6 +360,7 @@ def test_generated_python_is_lint_clean_for_the_longest_names(tmp_path: Path) ->
         {"name": OpName(longest + "r").name, "kind": "relu"},
         {"name": OpName(longest + "g").name, "kind": "img2gray"},
         {"name": OpName(longest + "s").name, "kind": "skeleton"},
+        {"name": OpName(longest + "n").name, "kind": "rms_norm"},
     ]
     for relative, data in render_files({**spec.answers(), "ops": ops}).items():
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from scaffold.project.spec import ProjectSpec
 from scaffold.vocabulary import ANSWERS_FILE
 
 BACKEND_CHOICES = [("cuda",), ("cpu",), ("cuda", "cpu")]
-EXAMPLE_CHOICES = [None, "img2gray"]
+EXAMPLE_CHOICES = [None, "img2gray", "rms_norm"]
 COMBINATIONS = list(itertools.product(BACKEND_CHOICES, EXAMPLE_CHOICES, [None, "my-org"]))
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
 
@@ -40,7 +40,7 @@ def rendered(
 
 
 def expected_files(spec: ProjectSpec) -> set[str]:
-    op = "img2gray" if spec.example == "img2gray" else "relu"
+    op = spec.example or "relu"
     files = {
         ".copier-answers.yml",
         ".github/workflows/kernel.yml",

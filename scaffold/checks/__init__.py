@@ -23,6 +23,7 @@ from scaffold.checks.config import (
     check_schema,
     check_sources_exist,
 )
+from scaffold.checks.device_memory import check_device_memory
 from scaffold.checks.flake import check_flake
 from scaffold.checks.ops import check_ops, check_python_registrations
 from scaffold.errors import NotAProjectError
@@ -43,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     check_flake,
     check_ops,
     check_python_registrations,
+    check_device_memory,
     check_artifacts,
     check_abi,
 )

@@ -17,7 +17,13 @@ from scaffold.grow.evolve import EvolveReport, evolve
 from scaffold.project.answers import load_answers
 from scaffold.project.names import OpName
 from scaffold.project.schema import find_schemas
-from scaffold.vocabulary import LIKE_KINDS, OP_VARIANT_SUFFIXES, SKELETON_KIND
+from scaffold.vocabulary import (
+    LIKE_KINDS,
+    OP_VARIANT_SUFFIXES,
+    SKELETON_KIND,
+    TRITON_KINDS,
+    TRITON_LANGUAGE,
+)
 
 
 def add_op(
@@ -25,9 +31,9 @@ def add_op(
 ) -> EvolveReport:
     """Add the op ``name`` to every backend of ``project``, keeping every edit the user made.
 
-    ``like`` starts the op from a working op of the template (``relu`` or ``img2gray``, with
-    its math under the new name); without it, each backend gets a skeleton that compiles,
-    registers the op, checks its inputs and raises naming the file to write.
+    ``like`` starts the op from a working op of the template (``relu``, ``img2gray`` or
+    ``rms_norm``, with its math under the new name); without it, each backend gets a skeleton
+    that compiles, registers the op, checks its inputs and raises naming the file to write.
     """
     op = OpName(name)
     if like is not None and like not in LIKE_KINDS:
@@ -37,6 +43,11 @@ def add_op(
         )
     project = project.resolve()
     answers = load_answers(project)
+    if answers.language == TRITON_LANGUAGE and (like or SKELETON_KIND) not in TRITON_KINDS:
+        raise InvalidOptionError(
+            f"--like {like} has no Triton version: in a Triton project start the op from one "
+            f"of {', '.join(k for k in TRITON_KINDS if k != SKELETON_KIND)}, or leave --like out."
+        )
     declared = {schema.base_name for schema in find_schemas(project)}
     recorded = {entry.name for entry in answers.ops}
     if op.name in recorded or op.name in declared:

@@ -12,7 +12,14 @@ from typing import Any
 
 from scaffold.errors import InvalidOptionError
 from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
-from scaffold.vocabulary import CPP_LANGUAGE, DEFAULT_BACKENDS, DEFAULT_OP, LANGUAGES
+from scaffold.vocabulary import (
+    CPP_LANGUAGE,
+    DEFAULT_BACKENDS,
+    DEFAULT_OP,
+    LANGUAGES,
+    TRITON_KINDS,
+    TRITON_LANGUAGE,
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ def default_ops(example: str | None) -> list[dict[str, str]]:
 #: The largest major version: build.toml's version is a TOML integer (64-bit signed).
 MAX_VERSION = 2**63 - 1
 #: Worked examples the template can start from, besides the default op.
-EXAMPLES: tuple[str, ...] = ("img2gray",)
+EXAMPLES: tuple[str, ...] = ("img2gray", "rms_norm")
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,12 @@ class ProjectSpec:
         if language not in LANGUAGES:
             raise InvalidOptionError(
                 f"Unknown language '{language}': kscaffold writes ops in {', '.join(LANGUAGES)}."
+            )
+        if language == TRITON_LANGUAGE and example is not None and example not in TRITON_KINDS:
+            raise InvalidOptionError(
+                f"--example {example} has no Triton version: use --example "
+                f"{' or '.join(k for k in EXAMPLES if k in TRITON_KINDS)} with --triton, "
+                "or leave --triton out."
             )
         if not 1 <= version <= MAX_VERSION:
             raise InvalidOptionError(

@@ -2,9 +2,10 @@
 
 The tests are those ``kscaffold test`` runs (built first, through
 :func:`~scaffold.testing.project_tests.prepare_project_tests`), restricted to the CUDA cases
-(``-k cuda`` unless the pytest arguments choose their own). PyTorch's caching allocator is switched off so that
-memcheck sees every tensor's own bounds, and no kernel filter is given, so every kernel is checked,
-PyTorch's too: initcheck knows memory as written only when the kernel that wrote it was checked.
+(``-k cuda`` unless the pytest arguments choose their own). PyTorch's caching allocator is
+switched off so that memcheck sees every tensor's own bounds, and no kernel filter is given, so
+every kernel is checked, PyTorch's too: initcheck knows memory as written only when the kernel
+that wrote it was checked.
 Each tool's summary line and pytest's counts make one :class:`ToolRun`.
 """
 
