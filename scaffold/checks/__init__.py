@@ -21,6 +21,7 @@ from scaffold.checks.config import (
     check_sources_exist,
 )
 from scaffold.checks.flake import check_flake
+from scaffold.checks.layers import check_layers
 from scaffold.checks.ops import check_ops, check_python_registrations
 from scaffold.errors import NotAProjectError
 from scaffold.vocabulary import BUILD_TOML
@@ -40,6 +41,7 @@ RULES: tuple[Rule, ...] = (
     check_flake,
     check_ops,
     check_python_registrations,
+    check_layers,
     check_artifacts,
     check_abi,
 )
