@@ -114,33 +114,50 @@ def test_the_card_shows_kernelize_with_a_hub_mapping() -> None:
     card = render_files(spec.answers())["README.md"].decode()
     assert "get_kernel(" in card
     assert '@use_kernel_forward_from_hub("Relu")' in card
-    assert (
-        card.count('LayerRepository(\n            repo_id="acme/my-kernel", layer_name="Relu"') == 2
+    repository = (
+        'LayerRepository(\n            repo_id="acme/my-kernel",\n            layer_name="Relu",'
     )
+    assert card.count(repository) == 2  # one for each backend
     assert "kernelize(model, mode=Mode.INFERENCE" in card
     code = card.split("### As a layer of a model")[1].split("```python\n")[1].split("```")[0]
     compile(code, "README.md", "exec")  # the snippet is Python
 
 
-def test_add_op_adds_a_layer_and_keeps_a_user_edit(project: Path) -> None:
+USER_LAYER = (
+    "\n\nclass MyRelu(torch.nn.Module):\n"
+    "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+    "        return relu(x) * 2\n"
+)
+
+
+def test_add_op_adds_a_layer_and_keeps_the_users_edits(project: Path) -> None:
     layers = project / LAYERS
     user_line = "    # Mine: measured on my model.\n"
     text = layers.read_text()
     anchor = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
-    layers.write_text(text.replace(anchor, user_line + anchor, 1))
-    commit_all(project, ".", message="user edit of layers.py")
+    text = text.replace(anchor, user_line + anchor, 1).replace(
+        '    "Relu",\n', '    "MyRelu",\n    "Relu",\n'
+    )
+    layers.write_text(text + USER_LAYER)
+    commit_all(project, ".", message="user edits of layers.py")
     for name, like in (("scale", "relu"), ("gray", "img2gray"), ("clamp", None)):
         add_op(project, name, like=like)
         commit_all(project, ".", message=f"add {name}")
     text = layers.read_text()
     assert text.count(user_line) == 1
     classes = classes_of(ast.parse(text))
-    assert set(classes) == {"Relu", "Scale", "Gray", "Clamp"}
+    assert set(classes) == {"Relu", "Scale", "Gray", "Clamp", "MyRelu"}
+    assert text.count(USER_LAYER) == 1
     assert class_constant(classes["Clamp"], "has_backward") is False
     assert class_constant(classes["Gray"], "has_backward") is True
-    assert "from . import clamp, gray, relu, scale\n" in text
-    assert '__all__ = ["Clamp", "Gray", "Relu", "Scale"]\n' in text
+    assert "from . import (\n    clamp,\n    gray,\n    relu,\n    scale,\n)\n" in text
+    # Both sides added names at one place of the list: both kept, the user's first.
+    assert (
+        '__all__ = [\n    "MyRelu",\n    "Clamp",\n    "Gray",\n    "Relu",\n    "Scale",\n]'
+        in text
+    )
     assert text.index(user_line) < text.index("class Scale")
+    assert text.index("class Relu") < text.index(USER_LAYER) < text.index("class Scale")
     assert not [str(f) for f in check_project(project) if f.is_error]
 
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import torch
 
-from . import img2gray
+from . import (
+    img2gray,
+)
 
-__all__ = ["Img2gray"]
+__all__ = [
+    "Img2gray",
+]
 
 
 class Img2gray(torch.nn.Module):
