@@ -7,17 +7,20 @@ test_img2gray_build.py and test_add_op.py.
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
 
+from scaffold import template as template_module
 from scaffold.addop import OpName, add_op
 from scaffold.checks import Finding, check_project
 from scaffold.create import ProjectSpec
 from scaffold.errors import InvalidNameError
+from scaffold.evolve import update_project
 from scaffold.layernames import layer_class_name
 from scaffold.template import render_files
-from tests.projects import commit_all
+from tests.projects import commit_all, new_project
 
 LAYERS = "torch-ext/my_kernel/layers.py"
 INIT = "torch-ext/my_kernel/__init__.py"
@@ -158,6 +161,33 @@ def test_add_op_adds_a_layer_and_keeps_the_users_edits(project: Path) -> None:
     )
     assert text.index(user_line) < text.index("class Scale")
     assert text.index("class Relu") < text.index(USER_LAYER) < text.index("class Scale")
+    assert not [str(f) for f in check_project(project) if f.is_error]
+
+
+def test_update_gives_a_project_of_an_older_template_its_layers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    older = tmp_path / "older-template"
+    shutil.copytree(template_module.template_dir(), older)
+    package = older / "project" / "torch-ext" / "{{ python_name }}"
+    (package / "layers.py.jinja").unlink()
+    init = package / "__init__.py.jinja"
+    text = init.read_text()
+    init.write_text(text[: text.index("\n\n# Last, since the layers")] + "\n")
+    monkeypatch.setattr(template_module, "template_dir", lambda: older)
+    project = new_project(tmp_path / "p")
+    monkeypatch.undo()
+    assert not (project / LAYERS).exists()
+    helper = "\n\ndef relu_twice(x: torch.Tensor) -> torch.Tensor:\n    return relu(relu(x))\n"
+    with open(project / INIT, "a") as handle:
+        handle.write(helper)
+    commit_all(project, ".", message="a helper")
+
+    report = update_project(project)
+    assert sorted(report.written) == [INIT, LAYERS]
+    assert set(classes_of(ast.parse((project / LAYERS).read_text()))) == {"Relu"}
+    text = (project / INIT).read_text()
+    assert text.count(helper) == 1 and "from . import layers as layers" in text
     assert not [str(f) for f in check_project(project) if f.is_error]
 
 
