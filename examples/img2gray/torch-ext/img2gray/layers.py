@@ -23,7 +23,8 @@ __all__ = [
 class Img2gray(torch.nn.Module):
     """``img2gray(image)`` as a layer: ``forward(image)`` returns it.
 
-    Replaces the ``forward`` of a module marked ``@use_kernel_forward_from_hub("Img2gray")``.
+    ``kernelize`` gives its ``forward`` to each module of a model marked
+    ``@use_kernel_forward_from_hub("Img2gray")``.
     """
 
     #: The op has a fake implementation: torch.compile traces it without a graph break.
