@@ -269,6 +269,16 @@ PAYLOADS: dict[str, tuple[str, str, str, int | None]] = {
         "members kernels refuses in a layer: eps",
         7,
     ),
+    "no-all-a-layer-with-a-constructor": (
+        GOOD_HEADER
+        + RELU_LAYER.replace(
+            "    def forward",
+            "    def __init__(self):\n        super().__init__()\n\n    def forward",
+        ),
+        "error",
+        "Relu defines __init__",
+        7,
+    ),
     "imports-a-missing-module": (
         GOOD_HEADER.replace(
             "from . import relu", "from . import relu\nfrom .fused import fused_relu"

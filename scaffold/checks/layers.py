@@ -350,7 +350,15 @@ def _exports(location: str, tree: ast.Module, info: _PackageInfo) -> list[Findin
     }
     bound = _bound_names(tree)
     findings: list[Finding] = []
-    for name, line in _exported_names(tree):
+    exported = _exported_names(tree)
+    if not exported:
+        # No __all__: kernels may take any class by name, so every nn.Module subclass is a layer.
+        exported = [
+            (name, node.lineno)
+            for name, node in classes.items()
+            if _is_layer(node, classes, module_aliases, set())[0] is True
+        ]
+    for name, line in exported:
         where = f"{location}:{line}"
         if name in classes:
             findings.extend(_layer_class(where, classes[name], classes, module_aliases, info))
