@@ -148,7 +148,11 @@ def test_every_user_line_survives_both_add_ops(grown: Grown) -> None:
     project, written = grown
     assert_user_text_survives(written, project)
     text = (project / "torch-ext" / "my_kernel" / "__init__.py").read_text()
-    assert text.index("def relu_twice") < text.index("def scale(") < text.index("def scale_twice")
+    # The wrappers come before the layers' import, which calls them; the user's helpers stay at
+    # the end, in the order written.
+    layers_import = text.index("from . import layers")
+    assert text.index("def scale(") < layers_import < text.index("def relu_twice")
+    assert text.index("def relu_twice") < text.index("def scale_twice")
 
 
 def test_answers_record_the_ops_and_baselines_re_render(

@@ -61,6 +61,7 @@ def expected_files(spec: ProjectSpec) -> set[str]:
         "torch-ext/torch_binding.cpp",
         "torch-ext/torch_binding.h",
         "torch-ext/my_kernel/__init__.py",
+        "torch-ext/my_kernel/layers.py",
     }
     if "cuda" in spec.backends:
         files.add(f"csrc/cuda/{op}.cu")

@@ -25,6 +25,7 @@ from scaffold.checks.config import (
 )
 from scaffold.checks.device_memory import check_device_memory
 from scaffold.checks.flake import check_flake
+from scaffold.checks.layers import check_layers
 from scaffold.checks.ops import check_ops, check_python_registrations
 from scaffold.errors import NotAProjectError
 from scaffold.vocabulary import BUILD_TOML
@@ -45,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     check_ops,
     check_python_registrations,
     check_device_memory,
+    check_layers,
     check_artifacts,
     check_abi,
 )

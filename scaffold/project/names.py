@@ -154,7 +154,7 @@ _CXX_KEYWORDS = frozenset(
 _TAKEN_BY_THE_TEMPLATE = frozenset(
     {
         "at", "c10", "std", "torch", "cuda", "cub", "thrust", "detail", "linux", "unix",
-        "assert", "errno", "ops",
+        "assert", "errno", "ops", "layers",
     }
 )  # fmt: skip
 

@@ -12,6 +12,13 @@ from types import ModuleType
 import numpy as np
 import pytest
 import torch
+from kernels import (
+    LocalLayerRepository,
+    Mode,
+    kernelize,
+    use_kernel_forward_from_hub,
+    use_kernel_mapping,
+)
 from PIL import Image
 
 from .conftest import BACKENDS, PROJECT_ROOT, load_kernel, requires_cpu_and_cuda
@@ -637,3 +644,82 @@ def test_fake_tensors_propagate_shapes(
     for result in (y, out):
         assert tuple(result.shape) == production_out_shape(shape)
         assert result.dtype == PRODUCTION_DTYPE and result.device == x.device
+
+
+# --- kernelize: the op as the layer of a model -------------------------------------------------
+
+#: The op's layer in layers.py, and the name a model's module asks kernels for.
+LAYER = "Img2gray"
+
+#: kernelize's modes: inference or training, each also with torch.compile.
+KERNELIZE_MODES = {
+    "inference": Mode.INFERENCE,
+    "training": Mode.TRAINING,
+    "inference-compile": Mode.INFERENCE | Mode.TORCH_COMPILE,
+    "training-compile": Mode.TRAINING | Mode.TORCH_COMPILE,
+}
+
+
+@use_kernel_forward_from_hub(LAYER)
+class ReferenceLayer(torch.nn.Module):
+    """A model's own module for the op (the reference) that kernelize may replace."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return reference(x)
+
+
+class SmallModel(torch.nn.Module):
+    """A model that scales its input by a learnt factor, then applies the layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+        self.layer = ReferenceLayer()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x * self.scale)
+
+
+def kernelized(
+    kernel: ModuleType, device: torch.device, mode: Mode, *, fallback: bool = False
+) -> SmallModel:
+    """A SmallModel on `device` kernelized with the layer of the build `kernel` was loaded from."""
+    # The loaded build's own folder, build/<variant>/, so that kernels takes this variant
+    # whatever backend it would pick for the machine.
+    variant = Path(kernel.__file__).parent
+    repository = LocalLayerRepository(repo_path=variant, layer_name=LAYER)
+    model = SmallModel().to(device)
+    with use_kernel_mapping({LAYER: {device.type: repository}}, inherit_mapping=False):
+        return kernelize(model, mode=mode, device=device.type, use_fallback=fallback)
+
+
+@pytest.mark.parametrize("mode", list(KERNELIZE_MODES.values()), ids=list(KERNELIZE_MODES))
+def test_kernelize_uses_the_layer(kernel: ModuleType, device: torch.device, mode: Mode) -> None:
+    layer = getattr(kernel.layers, LAYER)
+    if (Mode.TRAINING in mode and not layer.has_backward) or (
+        Mode.TORCH_COMPILE in mode and not layer.can_torch_compile
+    ):
+        # What the layer says it cannot do, kernels refuses, or falls back from.
+        with pytest.raises(ValueError, match="does not support mode"):
+            kernelized(kernel, device, mode)
+        model = kernelized(kernel, device, mode, fallback=True)
+        assert model.layer.forward.__func__ is ReferenceLayer.forward
+        return
+    model = kernelized(kernel, device, mode)
+    assert model.layer.forward.__func__ is layer.forward, "kernelize kept the module's forward"
+    expected = SmallModel().to(device)
+    run = torch.compile(model, fullgraph=True) if Mode.TORCH_COMPILE in mode else model
+    x = random_image((5, 7, 9), torch.float32, device)
+    if Mode.INFERENCE in mode:
+        with torch.no_grad():
+            torch.testing.assert_close(run(x), expected(x))
+        return
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y, y_expected = run(ours), expected(theirs)
+    torch.testing.assert_close(y, y_expected)
+    grad = torch.rand_like(y)
+    y.backward(grad)
+    y_expected.backward(grad)
+    torch.testing.assert_close(ours.grad, theirs.grad)
+    torch.testing.assert_close(model.scale.grad, expected.scale.grad)
+

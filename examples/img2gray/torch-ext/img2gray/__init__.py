@@ -105,3 +105,7 @@ def _img2gray_backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
 
 
 torch.library.register_autograd(add_op_namespace_prefix("img2gray"), _img2gray_backward)
+
+
+# Last, since the layers call the wrappers above; `kernels.kernelize` looks for this attribute.
+from . import layers as layers  # noqa: E402
