@@ -36,7 +36,7 @@ class ProjectAnswers:
 
 
 #: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived.
-ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "ops")
+ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "ops", "stable_abi")
 _REQUIRED_KEYS = ("name", "backends", "example")
 
 
@@ -113,12 +113,14 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
     example = values.get("example")
     owner = values.get("owner") or None
     version = values.get("version", 1)
+    stable_abi = values.get("stable_abi")
     checks: list[tuple[str, object, type | tuple[type, ...]]] = [
         ("name", values.get("name"), str),
         ("backends", backends, list),
         ("example", example, str),
         ("owner", owner, (str, type(None))),
         ("license", values.get("license", "apache-2.0"), str),
+        ("stable_abi", stable_abi, (str, type(None))),
     ]
     for key, value, expected in checks:
         if not isinstance(value, expected):
@@ -135,6 +137,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
             owner=owner,
             license=values.get("license", "apache-2.0"),
             version=version,
+            stable_abi=stable_abi,  # type: ignore[arg-type]
         )
     except KscaffoldError as error:
         raise AnswersError(f"{path}: {error}") from error

@@ -12,6 +12,7 @@ from typing import Any
 
 from scaffold.errors import InvalidOptionError
 from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
+from scaffold.project.stableabi import parse_stable_abi
 from scaffold.vocabulary import DEFAULT_BACKENDS, DEFAULT_OP
 
 
@@ -48,6 +49,8 @@ class ProjectSpec:
     owner: str | None = None
     license: str = "apache-2.0"
     version: int = 1
+    #: The torch version ("2.10") the ops target through torch's stable ABI; None: ATen's ABI.
+    stable_abi: str | None = None
     extra_answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -60,6 +63,7 @@ class ProjectSpec:
         owner: str | None = None,
         license: str = "apache-2.0",
         version: int = 1,
+        stable_abi: str | None = None,
     ) -> ProjectSpec:
         """Validate raw user input (as typed on the command line) into a spec."""
         if example is not None and example not in EXAMPLES:
@@ -78,6 +82,7 @@ class ProjectSpec:
             owner=parse_repo_owner(owner) if owner else None,
             license=parse_license(license),
             version=version,
+            stable_abi=parse_stable_abi(stable_abi) if stable_abi is not None else None,
         )
 
     def answers(self) -> dict[str, Any]:
@@ -90,5 +95,7 @@ class ProjectSpec:
             "license": self.license,
             "version": self.version,
             "ops": default_ops(self.example),
+            # Recorded only when set, so that other projects' answers files stay as they were.
+            **({"stable_abi": self.stable_abi} if self.stable_abi else {}),
             **self.extra_answers,
         }
