@@ -171,7 +171,7 @@ def new(
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
-    console.print(f"Next: {next_steps(project)}")
+    console.print(f"Next: {next_steps(project, cuda='cuda' in spec.backends)}")
 
 
 ProjectPath = Annotated[

@@ -43,7 +43,17 @@ def pip_toolkit_homes() -> tuple[Path, ...]:
     return tuple(sorted(homes, key=lambda home: -int(home.name.removeprefix("cu"))))
 
 
+def pip_requirements(cuda_version: str) -> tuple[str, ...]:
+    """The packages of a toolkit matching torch's CUDA (``13.0``), quoted for a shell."""
+    major_minor = ".".join(cuda_version.split(".")[:2])
+    return tuple(f'"{name}=={major_minor}.*"' for name in PIP_PACKAGES)
+
+
 def pip_install_line(cuda_version: str) -> str:
     """The one command that installs a toolkit matching torch's CUDA (``13.0``) into this Python."""
-    major_minor = ".".join(cuda_version.split(".")[:2])
-    return "pip install " + " ".join(f'"{name}=={major_minor}.*"' for name in PIP_PACKAGES)
+    return "pip install " + " ".join(pip_requirements(cuda_version))
+
+
+def gpu_present() -> bool:
+    """Whether this Linux machine has an NVIDIA GPU (its device files), without importing torch."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))

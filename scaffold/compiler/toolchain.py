@@ -202,9 +202,11 @@ def torch_cuda_version() -> str | None:
 
 
 def find_cuda_toolkit() -> CudaToolkit:
-    """The toolkit named by CUDA_HOME or CUDA_PATH, else nvcc's on PATH, else the one NVIDIA's
-    pip packages installed into this Python, else /usr/local/cuda (torch's cpp_extension order,
-    with pip's toolkit before the system default: it was installed for this environment).
+    """The toolkit of CUDA_HOME or CUDA_PATH, else nvcc's on PATH, else pip's, else the system's.
+
+    torch's cpp_extension order, with the toolkit NVIDIA's pip packages installed into this
+    Python (:mod:`scaffold.compiler.pipcuda`) before /usr/local/cuda: it was installed for
+    this environment.
 
     The toolkit folder holds ``bin/nvcc`` and ``include/cuda_runtime.h``. nvcc on PATH may be a
     wrapper script outside the toolkit, so it is only used when its real location is inside one.
@@ -227,8 +229,12 @@ def find_cuda_toolkit() -> CudaToolkit:
     if _is_toolkit(Path("/usr/local/cuda")):
         return _toolkit(Path("/usr/local/cuda"))
     cuda = torch_cuda_version()
-    pip_hint = f", or install NVIDIA's CUDA {cuda} compiler into this Python: {pip_install_line(cuda)}"
-    raise ToolchainError(f"nvcc was not found: {_INSTALL_CUDA}{pip_hint if cuda else ''}.")
+    pip_hint = (
+        f", or install NVIDIA's CUDA {cuda} compiler into this Python: {pip_install_line(cuda)}"
+        if cuda
+        else ""
+    )
+    raise ToolchainError(f"nvcc was not found: {_INSTALL_CUDA}{pip_hint}.")
 
 
 def _is_toolkit(home: Path) -> bool:

@@ -137,7 +137,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
             owner=owner,
             license=values.get("license", "apache-2.0"),
             version=version,
-            stable_abi=stable_abi,  # type: ignore[arg-type]
+            stable_abi=stable_abi,
         )
     except KscaffoldError as error:
         raise AnswersError(f"{path}: {error}") from error
