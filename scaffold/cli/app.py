@@ -111,8 +111,7 @@ def root(
 @app.command(
     epilog=examples(
         "kscaffold new my-kernel",
-        "kscaffold new img2gray --example img2gray --owner my-org --dest kernels/img2gray",
-        "kscaffold new my-kernel --stable-abi 2.11",
+        "kscaffold new img2gray --example img2gray --owner my-org --stable-abi 2.11",
     )
 )
 @reports_errors
@@ -123,7 +122,7 @@ def new(
     stable_abi_version: Annotated[
         str | None,
         typer.Argument(
-            metavar="[VERSION]",
+            metavar="VERSION",
             help="With --stable-abi: the oldest torch the build loads on, e.g. 2.11.",
             show_default=False,
         ),
