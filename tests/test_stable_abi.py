@@ -19,9 +19,11 @@ from typer.testing import CliRunner
 
 from scaffold.cli.app import app
 from scaffold.compiler import build_project
-from scaffold.errors import InvalidOptionError
+from scaffold.errors import InvalidOptionError, KscaffoldError
 from scaffold.grow.create import create_project
+from scaffold.grow.stableskeleton import render_stable_skeleton
 from scaffold.grow.template import render_files
+from scaffold.project.schema import parse_schema
 from scaffold.project.spec import ProjectSpec
 from scaffold.project.stableabi import DEFAULT_STABLE_ABI, parse_stable_abi
 from tests.test_build import cuda_toolkit_or_skip
@@ -130,3 +132,15 @@ def test_stable_abi_project_builds_loads_and_passes_its_tests(tmp_path: Path) ->
     check_against_pillow(project)
     summary = run_generated_tests(project)
     assert int(summary.split(" passed")[0].split()[-1]) >= 100, summary
+
+
+def test_skeleton_for_ops_the_user_wrote_uses_the_stable_types() -> None:
+    mine = parse_schema("mine(Tensor x, int n, Tensor(a!) out, Tensor? bias=None) -> Tensor")
+    text = render_stable_skeleton("my_kernel", "cuda", [mine])
+    assert "torch::stable::Tensor mine_cuda(const torch::stable::Tensor& x, int64_t n, " in text
+    assert "torch::stable::Tensor& out, std::optional<torch::stable::Tensor> bias)" in text
+    assert 'm.impl("mine", TORCH_BOX(&my_kernel_cuda::mine_cuda));' in text
+    assert "STABLE_TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CUDA, m)" in text
+    assert not UNSTABLE_INCLUDE.search(text) and "KSCAFFOLD_SKELETON" in text
+    with pytest.raises(KscaffoldError, match=r"'Scalar' is not one"):
+        render_stable_skeleton("my_kernel", "cpu", [parse_schema("f(Tensor x, Scalar s) -> ()")])
