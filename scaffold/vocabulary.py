@@ -121,3 +121,5 @@ TRITON_LANGUAGE = "triton"
 LANGUAGES: tuple[str, ...] = (CPP_LANGUAGE, TRITON_LANGUAGE)
 #: The template ops written in Triton too (the others exist in C++ and CUDA only).
 TRITON_KINDS: tuple[str, ...] = ("relu", "img2gray", SKELETON_KIND)
+#: The template ops written against torch's stable ABI too (``--stable-abi``).
+STABLE_ABI_KINDS: tuple[str, ...] = ("relu", "img2gray", SKELETON_KIND)

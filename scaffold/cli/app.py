@@ -18,13 +18,14 @@ from scaffold._version import __version__
 from scaffold.checks import check_project, has_errors
 from scaffold.cli.hints import next_steps, tool_commands
 from scaffold.cli.reports import print_clean_report, print_findings
-from scaffold.errors import KscaffoldError
+from scaffold.errors import InvalidOptionError, KscaffoldError
 from scaffold.grow.addop import add_op
 from scaffold.grow.create import create_project
 from scaffold.grow.evolve import EvolveReport, add_backend, update_project
 from scaffold.project.buildconfig import find_project_root
 from scaffold.project.names import KNOWN_LICENSES
 from scaffold.project.spec import EXAMPLES, ProjectSpec
+from scaffold.project.stableabi import DEFAULT_STABLE_ABI
 from scaffold.release.clean import clean_project
 from scaffold.vocabulary import (
     CPP_LANGUAGE,
@@ -116,12 +117,22 @@ def root(
 @app.command(
     epilog=examples(
         "kscaffold new my-kernel",
-        "kscaffold new img2gray --example img2gray --owner my-org --dest kernels/img2gray",
+        "kscaffold new img2gray --example img2gray --owner my-org --stable-abi 2.11",
     )
 )
 @reports_errors
 def new(
     name: Annotated[str, typer.Argument(help="Kernel name on the Hub, e.g. my-kernel.")],
+    # `--stable-abi [VERSION]`: the option is a flag and its optional value the second argument
+    # (typer has no option whose value may be left out).
+    stable_abi_version: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="VERSION",
+            help="With --stable-abi: the oldest torch the build loads on, e.g. 2.11.",
+            show_default=False,
+        ),
+    ] = None,
     dest: Annotated[Path | None, typer.Option(help="Folder to create (default: ./NAME).")] = None,
     backends: Annotated[
         str, typer.Option(help=f"Comma-separated backends: {', '.join(SUPPORTED_BACKENDS)}.")
@@ -144,10 +155,24 @@ def new(
             "kernel, nothing to compile.",
         ),
     ] = False,
+    stable_abi: Annotated[
+        bool,
+        typer.Option(
+            "--stable-abi",
+            help="Write the ops against torch's stable ABI: one build (torch-stable-abi<NN>) "
+            "loads on torch VERSION and every later one (VERSION after the option, default "
+            f"{DEFAULT_STABLE_ABI}: the oldest torch the template's ops support there).",
+        ),
+    ] = False,
     git: Annotated[bool, typer.Option(help="git init and commit the new project.")] = True,
     force: Annotated[bool, typer.Option(help="Write into an existing non-empty folder.")] = False,
 ) -> None:
     """Create a new kernel project from kscaffold's template."""
+    if stable_abi_version is not None and not stable_abi:
+        raise InvalidOptionError(
+            f"Unexpected argument '{stable_abi_version}': a torch version follows --stable-abi "
+            f"(kscaffold new {name} --stable-abi {stable_abi_version})."
+        )
     spec = ProjectSpec.parse(
         name,
         backends=backends,
@@ -156,10 +181,11 @@ def new(
         license=license,
         version=version,
         language=TRITON_LANGUAGE if triton else CPP_LANGUAGE,
+        stable_abi=(stable_abi_version or DEFAULT_STABLE_ABI) if stable_abi else None,
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
-    console.print(f"Next: {next_steps(project)}")
+    console.print(f"Next: {next_steps(project, cuda='cuda' in spec.backends)}")
 
 
 ProjectPath = Annotated[

@@ -8,6 +8,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from scaffold.compiler.pipcuda import gpu_present, pip_requirements
+from scaffold.compiler.toolchain import find_cuda_toolkit, torch_cuda_version
+from scaffold.errors import ToolchainError
 from scaffold.testing.project_tests import REQUIREMENTS_FILE
 
 
@@ -34,15 +37,35 @@ def tool_commands() -> tuple[str, str]:
     return python, kscaffold
 
 
-def next_steps(project: Path) -> str:
-    """The commands that take a new project to its first green tests, joined with ``&&``."""
+def cuda_from_pip() -> tuple[str, ...]:
+    """NVIDIA's pip packages matching torch's CUDA, on a GPU machine without a CUDA toolkit.
+
+    They make CUDA buildable there (with torch's CUDA wheels); on any other machine: nothing.
+    """
+    cuda = torch_cuda_version()
+    if cuda is None or not gpu_present():
+        return ()
+    try:
+        find_cuda_toolkit()
+    except ToolchainError:
+        return pip_requirements(cuda)
+    return ()
+
+
+def next_steps(project: Path, *, cuda: bool = False) -> str:
+    """The commands that take a new project to its first green tests, joined with ``&&``.
+
+    For a project with CUDA kernels (``cuda``) on a GPU machine without a CUDA toolkit, the
+    install step also installs NVIDIA's compiler packages, so that the CUDA tests run too.
+    """
     project = project.resolve()
     try:
         folder = str(project.relative_to(Path.cwd().resolve())) or "."
     except ValueError:
         folder = str(project)
     python, kscaffold = tool_commands()
+    toolkit = "".join(f" {requirement}" for requirement in cuda_from_pip()) if cuda else ""
     return (
-        f"cd {shlex.quote(folder)} && {python} -m pip install -r {REQUIREMENTS_FILE} && "
+        f"cd {shlex.quote(folder)} && {python} -m pip install -r {REQUIREMENTS_FILE}{toolkit} && "
         f"{kscaffold} test"
     )

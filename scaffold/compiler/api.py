@@ -269,7 +269,12 @@ def _select_backends(
             selected[name] = None
             continue
         try:
-            selected[name] = _cuda_toolchain(torch)
+            selected[name] = toolkit = _cuda_toolchain(torch)
+            if toolkit.from_pip:
+                reporter.note(
+                    f"CUDA {toolkit.version[0]}.{toolkit.version[1]}: the toolkit of NVIDIA's pip "
+                    f"packages in {toolkit.home} (no CUDA_HOME, no nvcc on PATH)."
+                )
         except ToolchainError as error:
             if requested == "cuda" or cuda_archs is not None or len(wanted) == 1:
                 raise

@@ -219,7 +219,7 @@ def plan_variant(
     link = [str(tools.cxx_runtime)] if tools.cxx_runtime is not None else []
     link += ["-L" + str(tools.torch.lib_dir), "-lc10", "-ltorch", "-ltorch_cpu"]
     if cuda is not None:
-        link += ["-lc10_cuda", "-ltorch_cuda", "-L" + str(cuda.lib_dir), "-lcudart"]
+        link += ["-lc10_cuda", "-ltorch_cuda", "-L" + str(cuda.lib_dir), cuda.cudart_flag]
     # Links libgomp.so.1 by that name, which torch's own libraries have loaded already: one
     # OpenMP runtime and one thread pool in the process.
     link += openmp

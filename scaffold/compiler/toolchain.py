@@ -22,6 +22,7 @@ from typing import Any
 
 import ninja
 
+from scaffold.compiler.pipcuda import pip_install_line, pip_toolkit_homes
 from scaffold.errors import ToolchainError
 from scaffold.outputs.manifest import write_atomically
 
@@ -145,6 +146,8 @@ class CudaToolkit:
 
     home: Path
     version: tuple[int, int]
+    #: Whether it is the toolkit of NVIDIA's pip packages (``site-packages/nvidia/cu13``).
+    from_pip: bool = False
 
     @property
     def nvcc(self) -> Path:
@@ -158,6 +161,14 @@ class CudaToolkit:
     def lib_dir(self) -> Path:
         lib64 = self.home / "lib64"
         return lib64 if lib64.is_dir() else self.home / "lib"
+
+    @property
+    def cudart_flag(self) -> str:
+        """How to link the CUDA runtime: pip's wheels ship only ``libcudart.so.13``, no link."""
+        if (self.lib_dir / "libcudart.so").exists():
+            return "-lcudart"
+        versioned = sorted(self.lib_dir.glob("libcudart.so.*"), key=lambda path: len(path.name))
+        return f"-l:{versioned[0].name}" if versioned else "-lcudart"
 
 
 def cuda_include_dirs(toolkit: CudaToolkit, torch: TorchInstall) -> tuple[Path, ...]:
@@ -178,8 +189,24 @@ def cuda_include_dirs(toolkit: CudaToolkit, torch: TorchInstall) -> tuple[Path, 
 _INSTALL_CUDA = "install the CUDA toolkit or set CUDA_HOME to its folder"
 
 
+def torch_cuda_version() -> str | None:
+    """The CUDA version the installed torch was built with (``13.0``), read without importing it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    version_py = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        return _read_assignments(version_py, ("cuda",)).get("cuda")
+    except ToolchainError:
+        return None
+
+
 def find_cuda_toolkit() -> CudaToolkit:
-    """The toolkit named by CUDA_HOME or CUDA_PATH, else /usr/local/cuda, else nvcc on PATH.
+    """The toolkit of CUDA_HOME or CUDA_PATH, else nvcc's on PATH, else pip's, else the system's.
+
+    torch's cpp_extension order, with the toolkit NVIDIA's pip packages installed into this
+    Python (:mod:`scaffold.compiler.pipcuda`) before /usr/local/cuda: it was installed for
+    this environment.
 
     The toolkit folder holds ``bin/nvcc`` and ``include/cuda_runtime.h``. nvcc on PATH may be a
     wrapper script outside the toolkit, so it is only used when its real location is inside one.
@@ -194,22 +221,30 @@ def find_cuda_toolkit() -> CudaToolkit:
                     f"include/cuda_runtime.h there): {_INSTALL_CUDA}."
                 )
             return _toolkit(home)
-    candidates = [Path("/usr/local/cuda")]
     on_path = shutil.which("nvcc")
-    if on_path:
-        candidates.append(Path(on_path).resolve().parent.parent)
-    for home in candidates:
-        if _is_toolkit(home):
-            return _toolkit(home)
-    raise ToolchainError(f"nvcc was not found: {_INSTALL_CUDA}.")
+    if on_path and _is_toolkit(Path(on_path).resolve().parent.parent):
+        return _toolkit(Path(on_path).resolve().parent.parent)
+    for home in pip_toolkit_homes():
+        return _toolkit(home, from_pip=True)
+    if _is_toolkit(Path("/usr/local/cuda")):
+        return _toolkit(Path("/usr/local/cuda"))
+    cuda = torch_cuda_version()
+    pip_hint = (
+        f", or install NVIDIA's CUDA {cuda} compiler into this Python: {pip_install_line(cuda)}"
+        if cuda
+        else ""
+    )
+    raise ToolchainError(f"nvcc was not found: {_INSTALL_CUDA}{pip_hint}.")
 
 
 def _is_toolkit(home: Path) -> bool:
     return (home / "bin" / "nvcc").is_file() and (home / "include" / "cuda_runtime.h").is_file()
 
 
-def _toolkit(home: Path) -> CudaToolkit:
-    return CudaToolkit(home=home.resolve(), version=_nvcc_version(home / "bin" / "nvcc"))
+def _toolkit(home: Path, *, from_pip: bool = False) -> CudaToolkit:
+    return CudaToolkit(
+        home=home.resolve(), version=_nvcc_version(home / "bin" / "nvcc"), from_pip=from_pip
+    )
 
 
 @functools.cache

@@ -21,6 +21,7 @@ from scaffold.vocabulary import (
     LIKE_KINDS,
     OP_VARIANT_SUFFIXES,
     SKELETON_KIND,
+    STABLE_ABI_KINDS,
     TRITON_KINDS,
     TRITON_LANGUAGE,
 )
@@ -43,6 +44,12 @@ def add_op(
         )
     project = project.resolve()
     answers = load_answers(project)
+    if answers.values.get("stable_abi") and (like or SKELETON_KIND) not in STABLE_ABI_KINDS:
+        raise InvalidOptionError(
+            f"--like {like} has no stable-ABI version: in a stable-ABI project start the op from "
+            f"one of {', '.join(k for k in STABLE_ABI_KINDS if k != SKELETON_KIND)}, or leave "
+            "--like out."
+        )
     if answers.language == TRITON_LANGUAGE and (like or SKELETON_KIND) not in TRITON_KINDS:
         raise InvalidOptionError(
             f"--like {like} has no Triton version: in a Triton project start the op from one "

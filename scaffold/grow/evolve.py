@@ -23,6 +23,7 @@ import tomlkit
 from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
 from scaffold.grow.merge import Conflict, plan_merge
 from scaffold.grow.skeleton import render_skeleton, skeleton_path
+from scaffold.grow.stableskeleton import render_stable_skeleton
 from scaffold.grow.template import kscaffold_version, render_files
 from scaffold.project.answers import ProjectAnswers, load_answers
 from scaffold.project.schema import OpSchema, find_schemas
@@ -154,7 +155,14 @@ def _with_skeletons(
             if p.startswith(f"{CSRC_DIR}/{backend}/") and PurePosixPath(p).stem not in added
         ]
         skeleton = skeleton_path(python_name, backend)
-        adjusted[skeleton] = render_skeleton(python_name, backend, pending).encode()
+        # The project's ABI for this backend, as build.toml's [torch] stable-abi declares it.
+        stable = build_toml.get("torch", {}).get("stable-abi")
+        render = (
+            render_stable_skeleton
+            if isinstance(stable, str) or (isinstance(stable, dict) and backend in stable)
+            else render_skeleton
+        )
+        adjusted[skeleton] = render(python_name, backend, pending).encode()
         for table_name, table in build_toml.get("kernel", {}).items():
             if table.get("backend") == backend and table_name not in {
                 f"{op}_{backend}" for op in added

@@ -41,7 +41,17 @@ class ProjectAnswers:
 
 
 #: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived.
-ANSWER_KEYS = ("name", "backends", "example", "owner", "license", "version", "language", "ops")
+ANSWER_KEYS = (
+    "name",
+    "backends",
+    "example",
+    "owner",
+    "license",
+    "version",
+    "language",
+    "ops",
+    "stable_abi",
+)
 _REQUIRED_KEYS = ("name", "backends", "example")
 
 
@@ -118,6 +128,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
     example = values.get("example")
     owner = values.get("owner") or None
     version = values.get("version", 1)
+    stable_abi = values.get("stable_abi")
     checks: list[tuple[str, object, type | tuple[type, ...]]] = [
         ("name", values.get("name"), str),
         ("backends", backends, list),
@@ -126,6 +137,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
         ("license", values.get("license", "apache-2.0"), str),
         # Recorded only for triton projects: C++ projects' answers read as they always have.
         ("language", values.get("language", CPP_LANGUAGE), str),
+        ("stable_abi", stable_abi, (str, type(None))),
     ]
     for key, value, expected in checks:
         if not isinstance(value, expected):
@@ -143,6 +155,7 @@ def _validated(path: Path, values: dict[str, Any]) -> dict[str, Any]:
             license=values.get("license", "apache-2.0"),
             version=version,
             language=values.get("language", CPP_LANGUAGE),
+            stable_abi=stable_abi,
         )
     except KscaffoldError as error:
         raise AnswersError(f"{path}: {error}") from error

@@ -12,11 +12,13 @@ from typing import Any
 
 from scaffold.errors import InvalidOptionError
 from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
+from scaffold.project.stableabi import parse_stable_abi
 from scaffold.vocabulary import (
     CPP_LANGUAGE,
     DEFAULT_BACKENDS,
     DEFAULT_OP,
     LANGUAGES,
+    STABLE_ABI_KINDS,
     TRITON_KINDS,
     TRITON_LANGUAGE,
 )
@@ -57,6 +59,8 @@ class ProjectSpec:
     version: int = 1
     #: What the ops are written in: ``cpp`` (C++/CUDA) or ``triton`` (Triton and PyTorch).
     language: str = CPP_LANGUAGE
+    #: The torch version ("2.10") the ops target through torch's stable ABI; None: ATen's ABI.
+    stable_abi: str | None = None
     extra_answers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -70,6 +74,7 @@ class ProjectSpec:
         license: str = "apache-2.0",
         version: int = 1,
         language: str = CPP_LANGUAGE,
+        stable_abi: str | None = None,
     ) -> ProjectSpec:
         """Validate raw user input (as typed on the command line) into a spec."""
         if example is not None and example not in EXAMPLES:
@@ -86,6 +91,17 @@ class ProjectSpec:
                 f"{' or '.join(k for k in EXAMPLES if k in TRITON_KINDS)} with --triton, "
                 "or leave --triton out."
             )
+        if stable_abi is not None and language == TRITON_LANGUAGE:
+            raise InvalidOptionError(
+                "--stable-abi applies to C++ ops: a Triton project compiles nothing and loads on "
+                "every torch already; leave out --stable-abi or --triton."
+            )
+        if stable_abi is not None and example is not None and example not in STABLE_ABI_KINDS:
+            raise InvalidOptionError(
+                f"--example {example} has no stable-ABI version: use --example "
+                f"{' or '.join(k for k in EXAMPLES if k in STABLE_ABI_KINDS)} with --stable-abi, "
+                "or leave --stable-abi out."
+            )
         if not 1 <= version <= MAX_VERSION:
             raise InvalidOptionError(
                 f"Invalid version {version}: use a positive integer such as 1 (at most "
@@ -99,6 +115,7 @@ class ProjectSpec:
             license=parse_license(license),
             version=version,
             language=language,
+            stable_abi=parse_stable_abi(stable_abi) if stable_abi is not None else None,
         )
 
     def answers(self) -> dict[str, Any]:
@@ -113,5 +130,7 @@ class ProjectSpec:
             "version": self.version,
             **language,
             "ops": default_ops(self.example),
+            # Recorded only when set, so that other projects' answers files stay as they were.
+            **({"stable_abi": self.stable_abi} if self.stable_abi else {}),
             **self.extra_answers,
         }
