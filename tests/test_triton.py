@@ -64,6 +64,7 @@ def test_triton_project_is_noarch_python_only(example: str | None) -> None:
     assert sorted(path for path in files if path.startswith("torch-ext/")) == [
         "torch-ext/tk/__init__.py",
         f"torch-ext/tk/_{op}_triton.py",
+        "torch-ext/tk/layers.py",
     ]
     module = files[f"torch-ext/tk/_{op}_triton.py"].decode()
     for registered in (op, f"{op}_no_grad", f"{op}_out"):

@@ -722,4 +722,3 @@ def test_kernelize_uses_the_layer(kernel: ModuleType, device: torch.device, mode
     y_expected.backward(grad)
     torch.testing.assert_close(ours.grad, theirs.grad)
     torch.testing.assert_close(model.scale.grad, expected.scale.grad)
-
