@@ -455,6 +455,12 @@ def profile(
     json_path: Annotated[
         Path | None, typer.Option("--json", help="Also write the results as JSON to this file.")
     ] = None,
+    sizes: Annotated[
+        str | None, typer.Option(help="Only these workload sizes, comma-separated (e.g. 8K).")
+    ] = None,
+    dtypes: Annotated[
+        str | None, typer.Option(help="Only these dtypes, comma-separated (e.g. uint8).")
+    ] = None,
 ) -> None:
     """Profile the op's benchmark workloads under Nsight Compute: what bounds each kernel."""
     from scaffold.cli.build_progress import ConsoleBuildReporter
@@ -463,7 +469,12 @@ def profile(
     reporter = ConsoleBuildReporter(console, error_console)
     try:
         profiles = profile_project(
-            _project(path), op=op, reporter=reporter, echo=lambda line: console.print(line)
+            _project(path),
+            op=op,
+            sizes=[s.strip() for s in sizes.split(",")] if sizes else (),
+            dtypes=[d.strip() for d in dtypes.split(",")] if dtypes else (),
+            reporter=reporter,
+            echo=lambda line: console.print(line),
         )
     finally:
         reporter.close()

@@ -269,10 +269,15 @@ def profile_project(
     project: Path,
     *,
     op: str | None = None,
+    sizes: Sequence[str] = (),
+    dtypes: Sequence[str] = (),
     reporter: BuildReporter | None = None,
     echo: Callable[[str], None] = print,
 ) -> list[KernelProfile]:
-    """Build the CUDA variant if stale, then profile every workload of ``op`` (default: all)."""
+    """Build the CUDA variant if stale, then profile every workload of ``op`` (default: all).
+
+    ``sizes`` and ``dtypes`` (as the benchmark names them) keep only those workloads.
+    """
     from scaffold.compiler import build_project
     from scaffold.testing.sanitize import cuda_gpu_visible, require_gpu_tool
 
@@ -292,7 +297,17 @@ def profile_project(
             continue
         workloads = listed["workloads"]
         assert isinstance(workloads, list)
-        for workload in workloads:
+        chosen = [
+            w
+            for w in workloads
+            if (not sizes or w["size"] in sizes) and (not dtypes or w["dtype"] in dtypes)
+        ]
+        if not chosen:
+            raise InvalidOptionError(
+                f"No workload of {name} has the sizes and dtypes asked for: it has "
+                f"{', '.join(str(w['name']) for w in workloads)}."
+            )
+        for workload in chosen:
             echo(f"profiling {name} {workload['name']}")
             command = ncu_command(ncu, name, path, workload["size"], workload["dtype"])
             result = subprocess.run(

@@ -578,8 +578,9 @@ def test_two_calls_are_bit_identical(kernel: ModuleType, device: torch.device) -
     assert same_bits(first, second) and same_bits(first, out)
 
 
-#: More result elements than a signed 32-bit index reaches.
-HUGE_ROWS = 2**31 + 1031
+#: More result elements than a signed 32-bit index reaches, and room past 2^31 for the rows
+#: checked across it (the edge below) before the rows checked at the end.
+HUGE_ROWS = 2**31 + 10007
 
 
 def huge_input(places: dict[str, int], edge: int, device: torch.device) -> torch.Tensor:
@@ -610,6 +611,7 @@ def test_far_end_of_more_than_2_31_elements(kernel: ModuleType, device: torch.de
         )
     edge = 4099  # rows checked at each place: the start, across 2^31, the end
     places = {"start": 0, "2^31": 2**31 - edge // 2, "end": HUGE_ROWS - edge}
+    assert places["2^31"] + edge <= places["end"], "the places overlap: raise HUGE_ROWS"
     for form in ("allocating", "out="):
         x = huge_input(places, edge, device)
         if form == "out=":
