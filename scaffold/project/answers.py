@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
-from scaffold.project.names import OpName
+from scaffold.project.names import OpName, check_op_name_free
 from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
 from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, OP_KINDS
 
@@ -94,15 +94,16 @@ def load_answers(project: Path) -> ProjectAnswers:
             "restore it from git."
         )
     ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
-    _check_op_names(path, ops)
+    _check_op_names(path, ops, str(answers["name"]).replace("-", "_"))
     return ProjectAnswers({**answers, "ops": ops}, version)
 
 
-def _check_op_names(path: Path, ops: list[dict[str, str]]) -> None:
+def _check_op_names(path: Path, ops: list[dict[str, str]], package: str) -> None:
     """Each recorded op name follows add-op's rules: it names files, namespaces and functions."""
+    names = [entry["name"] for entry in ops]
     for entry in ops:
         try:
-            OpName(entry["name"])
+            check_op_name_free(OpName(entry["name"]), package=package, other_ops=names)
         except KscaffoldError as error:
             raise AnswersError(f"{path}: 'ops': {error}") from error
 
