@@ -192,8 +192,12 @@ def evolve(
             "--conflict-markers to write standard <<<<<<< markers into those files."
         )
     added = sorted(path for path in plan.writes if not (project / path).exists())
-    plan.apply(project, markers=markers)
-    record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}")
+    plan.apply(
+        project,
+        markers=markers,
+        what=what,
+        then=lambda: record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}"),
+    )
     return EvolveReport(
         written=sorted(plan.writes) + sorted(plan.marked if markers else {}),
         added=added,

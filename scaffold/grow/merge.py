@@ -10,10 +10,10 @@ line, never resolved by overwriting.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ import tomlkit
 from tomlkit.items import Table
 
 from scaffold.errors import KscaffoldError
+from scaffold.grow.transaction import write_all_or_nothing
+from scaffold.vocabulary import ANSWERS_FILE
 
 #: Files merged as TOML documents rather than as text.
 TOML_FILES = frozenset({"build.toml"})
@@ -52,8 +54,19 @@ class MergePlan:
     marked: dict[str, bytes] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
 
-    def apply(self, project: Path, *, markers: bool = False) -> None:
-        """Write the plan into ``project`` (conflicted files only when ``markers`` is set)."""
+    def apply(
+        self,
+        project: Path,
+        *,
+        markers: bool = False,
+        what: str = "merge the template change",
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Write the plan into ``project`` (conflicted files only when ``markers`` is set).
+
+        All files or none: see :func:`~scaffold.grow.transaction.write_all_or_nothing`; ``then``
+        runs once every file is in place, and a failure there undoes them too.
+        """
         contents = dict(self.writes)
         if markers:
             contents.update(self.marked)
@@ -66,16 +79,9 @@ class MergePlan:
                     f"project (to {folder}), and kscaffold never writes through links out of it. "
                     "Replace the link with a folder, then run the command again."
                 )
-        for relative, data in contents.items():
-            target = project / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_name(f".{target.name}.kscaffold-tmp")
-            temporary.write_bytes(data)
-            if target.exists():
-                os.chmod(temporary, target.stat().st_mode)
-            temporary.replace(target)
-        for relative in self.deletes:
-            (project / relative).unlink(missing_ok=True)
+        write_all_or_nothing(
+            project, contents, self.deletes, what=what, last=(ANSWERS_FILE,), then=then
+        )
 
 
 def _merge_file(
