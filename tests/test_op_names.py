@@ -145,7 +145,7 @@ def test_add_op_refuses_before_writing(project: Path, name: str) -> None:
     assert snapshot(project) == before
 
 
-@pytest.mark.parametrize("name", ["tanh", "len", "relu_kernel", "my_kernel"])
+@pytest.mark.parametrize("name", ["tanh", "len", "relu_kernel", "my_kernel", "str"])
 def test_answers_naming_such_an_op_are_refused(project: Path, name: str) -> None:
     answers = project / ".copier-answers.yml"
     text = answers.read_text()

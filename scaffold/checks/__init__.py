@@ -25,6 +25,7 @@ from scaffold.checks.config import (
 )
 from scaffold.checks.flake import check_flake
 from scaffold.checks.ops import check_ops, check_python_registrations
+from scaffold.checks.release import check_release_builds
 from scaffold.errors import NotAProjectError
 from scaffold.vocabulary import BUILD_TOML
 
@@ -45,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     check_python_registrations,
     check_artifacts,
     check_abi,
+    check_release_builds,
 )
 
 

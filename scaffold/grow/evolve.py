@@ -24,6 +24,7 @@ from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, 
 from scaffold.grow.merge import Conflict, plan_merge
 from scaffold.grow.skeleton import render_skeleton, skeleton_path
 from scaffold.grow.template import kscaffold_version, render_files
+from scaffold.outputs.project_lock import holding_project_lock
 from scaffold.project.answers import ProjectAnswers, load_answers
 from scaffold.project.schema import OpSchema, find_schemas
 from scaffold.support import gitutil
@@ -169,6 +170,18 @@ def evolve(
     Nothing is written when the merge meets a conflict, unless ``markers`` asks for conflict
     markers in the files concerned.
     """
+    with holding_project_lock(project, what, create=False):
+        return _evolve(project, answers, new_values, markers, what, skeleton_backends)
+
+
+def _evolve(
+    project: Path,
+    answers: ProjectAnswers,
+    new_values: ProjectAnswers,
+    markers: bool,
+    what: str,
+    skeleton_backends: set[str] | None,
+) -> EvolveReport:
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
         raise DirtyTreeError(
@@ -190,6 +203,12 @@ def evolve(
         raise MergeConflictError(
             f"{what} stopped, nothing was changed: {listing}. Resolve by hand, or run again with "
             "--conflict-markers to write standard <<<<<<< markers into those files."
+        )
+    unmarked = [c.describe() for c in plan.conflicts if c.path not in plan.marked]
+    if markers and unmarked:  # never report markers that were not written
+        raise MergeConflictError(
+            f"{what} stopped, nothing was changed: kscaffold cannot write conflict markers for "
+            f"{'; '.join(unmarked)}. Resolve by hand, then run the command again."
         )
     added = sorted(path for path in plan.writes if not (project / path).exists())
     plan.apply(

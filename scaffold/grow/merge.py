@@ -147,6 +147,29 @@ def _merge_text(
     return marked, Conflict(path, lines, "your edits and the template's change overlap")
 
 
+def with_markers(path: str, user: bytes, before: bytes, after: bytes) -> bytes:
+    """``path`` with standard conflict markers between the user's text and the template's.
+
+    Where the line merge finds no overlap to mark (the conflict was found key by key, or one
+    side is empty), the whole of both versions goes between one pair of markers, so that a
+    conflict reported as marked always has markers and the template's text is never lost.
+    """
+    marked, clean = _merge_file(path, user, before, after)
+    if not clean and re.search(rb"^<<<<<<< ", marked, re.MULTILINE):
+        return marked
+
+    def ended(text: bytes) -> bytes:
+        return text if not text or text.endswith(b"\n") else text + b"\n"
+
+    return (
+        f"<<<<<<< {path} (yours)\n".encode()
+        + ended(user)
+        + b"=======\n"
+        + ended(after)
+        + f">>>>>>> {path} (template after)\n".encode()
+    )
+
+
 def _plain(value: Any) -> Any:
     return value.unwrap() if hasattr(value, "unwrap") else value
 
@@ -248,6 +271,7 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
                 plan.conflicts.append(
                     Conflict(relative, (), "you deleted this file; the template changes it")
                 )
+                plan.marked[relative] = with_markers(relative, b"", b"", new)
             continue
         if mine in (new, old):
             if mine == old:
@@ -257,13 +281,15 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
             plan.conflicts.append(
                 Conflict(relative, (), "you created this file; the template adds its own")
             )
-            plan.marked[relative] = mine
+            plan.marked[relative] = with_markers(relative, mine, b"", new)
             continue
         if relative in TOML_FILES:
             merged, toml_conflicts = _merge_toml(relative, mine, old, new)
             plan.conflicts.extend(toml_conflicts)
             if not toml_conflicts:
                 plan.writes[relative] = merged
+            else:
+                plan.marked[relative] = with_markers(relative, mine, old, new)
             continue
         merged, conflict = _merge_text(relative, mine, old, new)
         if conflict is None:

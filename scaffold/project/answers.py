@@ -101,9 +101,12 @@ def load_answers(project: Path) -> ProjectAnswers:
 def _check_op_names(path: Path, ops: list[dict[str, str]], package: str) -> None:
     """Each recorded op name follows add-op's rules: it names files, namespaces and functions."""
     names = [entry["name"] for entry in ops]
-    for entry in ops:
+    for index, entry in enumerate(ops):
         try:
-            check_op_name_free(OpName(entry["name"]), package=package, other_ops=names)
+            # The first op may share the package's name (``--example img2gray`` makes one).
+            check_op_name_free(
+                OpName(entry["name"]), package=package if index else None, other_ops=names
+            )
         except KscaffoldError as error:
             raise AnswersError(f"{path}: 'ops': {error}") from error
 

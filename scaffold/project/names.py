@@ -275,18 +275,19 @@ def defined_names(source: str) -> frozenset[str]:
 def check_op_name_free(
     op: OpName,
     *,
-    package: str,
+    package: str | None,
     other_ops: Iterable[str] = (),
     user_names: Iterable[str] = (),
     init_file: str = "the package's __init__.py",
 ) -> None:
     """Refuse ``op`` where what it generates collides with the project it joins.
 
-    ``package`` is the Python package's name; ``other_ops`` the project's other ops;
+    ``package`` is the Python package's name (None: the op may share it, as a project's first
+    op made from an example of that name does); ``other_ops`` the project's other ops;
     ``user_names`` what the package's ``__init__.py`` already defines (:func:`defined_names`).
     """
     name = op.name
-    if name == package:
+    if package is not None and name == package:
         raise InvalidNameError(
             f"Invalid op name '{name}': it is the package's own name, which `from {package} "
             f"import {name}` could no longer tell apart; choose another name."
