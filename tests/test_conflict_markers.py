@@ -1,4 +1,4 @@
-"""--conflict-markers writes real markers for every conflict it reports, the template's text kept."""
+"""--conflict-markers writes real markers for every conflict it reports; the template's text stays."""
 
 from __future__ import annotations
 
@@ -93,8 +93,7 @@ def test_markers_on_a_file_the_user_deleted(fresh: Path) -> None:
 def test_markers_on_a_build_toml_key_conflict(fresh: Path) -> None:
     build = fresh / "build.toml"
     build.write_text(
-        build.read_text()
-        + '\n[kernel.scale_cpu]\nbackend = "cpu"\nsrc = ["csrc/cpu/mine.cpp"]\n'
+        build.read_text() + '\n[kernel.scale_cpu]\nbackend = "cpu"\nsrc = ["csrc/cpu/mine.cpp"]\n'
     )
     commit_all(fresh, "build.toml")
     with pytest.raises(MergeConflictError, match="build.toml"):
