@@ -1,4 +1,4 @@
-"""--conflict-markers writes real markers for every conflict it reports; the template's text stays."""
+"""--conflict-markers writes real markers for each conflict it reports; the template text stays."""
 
 from __future__ import annotations
 
