@@ -258,6 +258,11 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
         mine = target.read_bytes() if target.is_file() else None
         if old == new:
             continue  # the template did not change this file: whatever the user has stays
+        if relative == ANSWERS_FILE and new is not None:
+            # kscaffold's own record, rendered from the (validated) answers: always the new one.
+            if mine != new:
+                plan.writes[relative] = new
+            continue
         if new is None:  # the template dropped the file
             if mine == old:
                 plan.deletes.append(relative)

@@ -77,6 +77,7 @@ def load_answers(project: Path) -> ProjectAnswers:
         )
     answers = _validated(path, values)
     ops = data.get("ops", default_ops(answers["example"]))
+    _name_the_bad_op_entry(path, ops)
     if (
         not isinstance(ops, list)
         or not all(
@@ -96,6 +97,22 @@ def load_answers(project: Path) -> ProjectAnswers:
     ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
     _check_op_names(path, ops, str(answers["name"]).replace("-", "_"))
     return ProjectAnswers({**answers, "ops": ops}, version)
+
+
+def _name_the_bad_op_entry(path: Path, ops: object) -> None:
+    """One line naming the first entry of 'ops' the template cannot render, and its key."""
+    if not isinstance(ops, list):
+        return
+    for index, entry in enumerate(ops):
+        where = f"{path}: ops[{index}]"
+        if not isinstance(entry, dict):
+            raise AnswersError(f"{where} must be {{name: ..., kind: ...}}, not {entry!r}.")
+        kind = entry.get("kind")
+        if "kind" in entry and (not isinstance(kind, str) or kind not in OP_KINDS):
+            raise AnswersError(
+                f"{where}.kind is {kind!r}, which is no kind of op the template renders "
+                f"({', '.join(OP_KINDS)}): restore it from git."
+            )
 
 
 def _check_op_names(path: Path, ops: list[dict[str, str]], package: str) -> None:
