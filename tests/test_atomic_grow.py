@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -163,3 +164,26 @@ def test_the_answers_are_renamed_into_place_last(
     into_place = [name for name in renamed if "kscaffold-tmp" not in name]
     assert into_place[-1] == ".copier-answers.yml"
     assert [entry.name for entry in load_answers(fresh).ops] == ["relu", "scale"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_partway_changes_nothing(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, signum: int
+) -> None:
+    before = _state(fresh)
+    original = transaction.os.replace
+    calls = [0]
+
+    def signalled(source: object, target: object) -> None:
+        calls[0] += 1
+        if calls[0] == 5:
+            os.kill(os.getpid(), signum)
+        original(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transaction.os, "replace", signalled)
+    with pytest.raises(KscaffoldError, match="Interrupted by SIG.*nothing was changed") as caught:
+        add_op(fresh, "scale")
+    assert getattr(caught.value, "exit_code", None) == 128 + signum
+    monkeypatch.undo()
+    assert _state(fresh) == before
+    assert _leftovers(fresh) == []

@@ -197,3 +197,21 @@ def test_publish_and_add_op_never_overlap_a_build(built: Path) -> None:
     finally:
         lock.release()
     release(built, FakeHubState())
+
+
+def test_every_record_kscaffold_reads_survives_deep_nesting(built: Path) -> None:
+    from scaffold.compiler.compdb import _load
+    from scaffold.outputs.manifest import MANIFEST_PATH, load_manifest
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (built / MANIFEST_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (built / MANIFEST_PATH).write_text(deep)
+    (built / "compile_commands.json").write_text(deep)
+    assert load_manifest(built) == {}
+    assert _load(built / "compile_commands.json") == []
+    result = runner.invoke(app, ["clean", str(built), "--dry-run"])
+    assert (
+        "RecursionError" not in result.output
+        and result.exception is None
+        or isinstance(result.exception, SystemExit)
+    ), result.output

@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Iterable
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from types import FrameType
 
 from scaffold.errors import KscaffoldError
 
@@ -46,6 +49,33 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}{': ' + text if text else ''}"
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP arrived while files were being replaced."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped(signum)
+
+
+@contextlib.contextmanager
+def _signals_undo() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into an exception, as Ctrl-C is, so that the files are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    numbers = (signal.SIGTERM, signal.SIGHUP)
+    previous = {number: signal.signal(number, _raise_stopped) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def write_all_or_nothing(
     project: Path,
     contents: dict[str, bytes],
@@ -68,34 +98,16 @@ def write_all_or_nothing(
     #: (target, its original moved aside or None if it did not exist), in the order replaced.
     replaced: list[tuple[Path, Path | None]] = []
     try:
-        for relative in order:
-            target = project / relative
-            _make_parents(target.parent, project, created_dirs)
-            temporary = _sibling(target, TEMPORARY_SUFFIX)
-            staged.append(temporary)
-            with open(temporary, "wb") as stream:
-                stream.write(contents[relative])
-                stream.flush()
-                os.fsync(stream.fileno())
-            if target.exists():
-                os.chmod(temporary, target.stat().st_mode)
-        for relative in [*order, *deletes]:
-            target = project / relative
-            if relative in contents:
-                aside = _move_aside(target)
-                replaced.append((target, aside))
-                os.replace(_sibling(target, TEMPORARY_SUFFIX), target)
-            elif target.exists() or target.is_symlink():
-                replaced.append((target, _move_aside(target)))
-        if then is not None:
-            then()
+        with _signals_undo():
+            _write(project, contents, order, deletes, staged, replaced, created_dirs, then)
     except BaseException as error:
         _undo(replaced, staged, created_dirs)
-        if isinstance(error, KeyboardInterrupt):
+        if isinstance(error, (KeyboardInterrupt, _Stopped)):
+            signum = error.signum if isinstance(error, _Stopped) else signal.SIGINT
             raise NothingChanged(
-                f"Interrupted: kscaffold put back every file it had written to {what}; "
-                "nothing was changed.",
-                exit_code=130,
+                f"Interrupted by {signal.Signals(signum).name}: kscaffold put back every file "
+                f"it had written to {what}; nothing was changed.",
+                exit_code=128 + signum,
             ) from None
         if not isinstance(error, Exception):
             raise
@@ -106,6 +118,40 @@ def write_all_or_nothing(
     for _, aside in replaced:
         if aside is not None:
             aside.unlink(missing_ok=True)
+
+
+def _write(
+    project: Path,
+    contents: dict[str, bytes],
+    order: list[str],
+    deletes: list[str],
+    staged: list[Path],
+    replaced: list[tuple[Path, Path | None]],
+    created_dirs: list[Path],
+    then: Callable[[], None] | None,
+) -> None:
+    """Stage every file, then rename each into place, then run ``then``; record each step."""
+    for relative in order:
+        target = project / relative
+        _make_parents(target.parent, project, created_dirs)
+        temporary = _sibling(target, TEMPORARY_SUFFIX)
+        staged.append(temporary)
+        with open(temporary, "wb") as stream:
+            stream.write(contents[relative])
+            stream.flush()
+            os.fsync(stream.fileno())
+        if target.exists():
+            os.chmod(temporary, target.stat().st_mode)
+    for relative in [*order, *deletes]:
+        target = project / relative
+        if relative in contents:
+            aside = _move_aside(target)
+            replaced.append((target, aside))
+            os.replace(_sibling(target, TEMPORARY_SUFFIX), target)
+        elif target.exists() or target.is_symlink():
+            replaced.append((target, _move_aside(target)))
+    if then is not None:
+        then()
 
 
 def _make_parents(folder: Path, project: Path, created: list[Path]) -> None:
