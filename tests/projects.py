@@ -11,6 +11,7 @@ from pathlib import Path
 
 from scaffold.grow.create import create_project
 from scaffold.outputs.manifest import record_generated
+from scaffold.outputs.provenance import KERNELS_MINVER, provenance, variant_digest
 from scaffold.project.spec import ProjectSpec
 from tests.helpers import run
 
@@ -72,7 +73,6 @@ def simulate_build(project: Path, python_name: str = "my_kernel") -> list[str]:
         variant / "__init__.py": (project / "torch-ext" / python_name / "__init__.py").read_bytes(),
         variant / "_ops.py": f"import torch\nops = torch.ops.{ops}\n".encode(),
         variant / f"{ops}.abi3.so": tiny_library(),
-        variant / "metadata.json": json.dumps({"name": "my-kernel", "id": ops}).encode(),
         project / "compile_commands.json": b'[{"file": "csrc/cpu/relu.cpp", "simulated": 1}]\n',
         scratch / "build.ninja": b"rule cxx\n",
         scratch / "obj" / "csrc" / "cpu" / "relu.cpp.o": b"\0object",
@@ -81,6 +81,20 @@ def simulate_build(project: Path, python_name: str = "my_kernel") -> list[str]:
     for path, data in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    # The metadata a real build writes, so that the release gate reads it as a clean build.
+    metadata = {
+        "name": python_name.replace("_", "-"),
+        "id": ops,
+        "version": 1,
+        "license": "apache-2.0",
+        "python-depends": [],
+        "backend": {"type": "cpu"},
+        "kernels-minver": KERNELS_MINVER,
+        "provenance": provenance(project, ops),
+        "digest": variant_digest(variant),
+    }
+    (variant / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
+    files[variant / "metadata.json"] = b""
     generated = [path for path in files if ".kscaffold" not in path.parts]
     record_generated(project, generated)
     return sorted(path.relative_to(project).as_posix() for path in generated)

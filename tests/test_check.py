@@ -587,6 +587,7 @@ def test_cli_check_passes_a_fresh_project(project: Path) -> None:
 
 def test_cli_check_prints_one_line_per_finding_and_fails_on_errors(project: Path) -> None:
     _set("general.python-depends", ["numpy"])(project)
+    commit_all(project, "build.toml")  # a build of what HEAD holds: no release-gate error
     simulate_build(project)
 
     result = runner.invoke(app, ["check", str(project)])

@@ -27,6 +27,7 @@ from scaffold.checks.device_memory import check_device_memory
 from scaffold.checks.flake import check_flake
 from scaffold.checks.layers import check_layers
 from scaffold.checks.ops import check_ops, check_python_registrations
+from scaffold.checks.release import check_release_builds
 from scaffold.errors import NotAProjectError
 from scaffold.vocabulary import BUILD_TOML
 
@@ -49,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     check_layers,
     check_artifacts,
     check_abi,
+    check_release_builds,
 )
 
 

@@ -42,7 +42,7 @@ def _is_local_build(variant: Path) -> bool:
     try:
         data = json.loads((variant / "metadata.json").read_text(encoding="utf-8"))
         builder = data["provenance"]["kernel-builder"]["version"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
         return True  # no provenance: not a kernel-builder build
     return is_local_builder(builder)
 

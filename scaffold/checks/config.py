@@ -18,7 +18,7 @@ from scaffold.errors import KscaffoldError
 from scaffold.project.buildconfig import load_build_config
 from scaffold.project.flakepin import EDITION
 from scaffold.project.names import KNOWN_LICENSES
-from scaffold.support.safefs import read_regular_text
+from scaffold.support.safefs import has_control_character, leaves_project, read_regular_text
 from scaffold.vocabulary import (
     BUILD_TOML,
     BUILDABLE_SUFFIXES,
@@ -205,13 +205,42 @@ def check_sources_exist(context: Context) -> list[Finding]:
         for relative in source_list.files:
             pure = PurePosixPath(relative)
             path = context.project / relative
-            if pure.is_absolute() or ".." in pure.parts:
+            if has_control_character(relative):
+                findings.append(
+                    error(
+                        f"{BUILD_TOML} [{source_list.table}]",
+                        f"src entry {relative!r} holds a control character (a newline, tab, "
+                        "...): no compiler or build file can name it, and kscaffold build "
+                        "refuses it.",
+                        "Rename the file without control characters and list the new path.",
+                    )
+                )
+            elif pure.is_absolute() or ".." in pure.parts:
                 findings.append(
                     error(
                         f"{BUILD_TOML} [{source_list.table}]",
                         f"src entry '{relative}' points outside the project; Nix copies only "
                         "the project.",
                         "Move the file into the project and list its path relative to build.toml.",
+                    )
+                )
+            elif path.is_symlink() and not path.exists():
+                findings.append(
+                    error(
+                        f"{BUILD_TOML} [{source_list.table}]",
+                        f"src entry '{relative}' is a dangling link: it names no file.",
+                        f"Replace {relative} with the file itself, or remove it from "
+                        f"[{source_list.table}] src.",
+                    )
+                )
+            elif leaves_project(context.project, path):
+                findings.append(
+                    error(
+                        f"{BUILD_TOML} [{source_list.table}]",
+                        f"src entry '{relative}' is a link that leads out of the project; Nix "
+                        "copies only the project, and a release would build without it.",
+                        f"Replace {relative} (or the linked folder on its way) with the file "
+                        "itself.",
                     )
                 )
             elif not path.is_file():

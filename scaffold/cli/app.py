@@ -18,6 +18,7 @@ from scaffold._version import __version__
 from scaffold.checks import check_project, has_errors
 from scaffold.cli.hints import next_steps, tool_commands
 from scaffold.cli.reports import print_clean_report, print_findings
+from scaffold.cli.streams import make_streams_safe
 from scaffold.errors import InvalidOptionError, KscaffoldError
 from scaffold.grow.addop import add_op
 from scaffold.grow.create import create_project
@@ -613,4 +614,5 @@ def publish(
 
 def main() -> None:
     """Console-script entry point."""
+    make_streams_safe()
     app()

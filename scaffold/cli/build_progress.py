@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from scaffold.cli.streams import symbol
 from scaffold.compiler import BuildReporter, BuildResult
 
 
@@ -27,7 +28,12 @@ class ConsoleBuildReporter(BuildReporter):
     def variant_started(self, backend: str, variant: str) -> None:
         self._stop()
         self._console.print(
-            Text.assemble("Building ", (backend, "bold"), f" → build/{variant}/"), markup=False
+            Text.assemble(
+                "Building ",
+                (backend, "bold"),
+                f" {symbol(self._console, '→', '->')} build/{variant}/",
+            ),
+            markup=False,
         )
         self._status = self._console.status(Text(f"{variant}: starting ninja"))
         self._status.start()
@@ -53,7 +59,7 @@ class ConsoleBuildReporter(BuildReporter):
         self._console.print(
             Text.assemble(
                 "  ",
-                ("✓", "green"),
+                (symbol(self._console, "✓", "ok"), "green"),
                 f" {result.variant} ({what}{archs}): op namespace ",
                 result.ops_name,
             ),

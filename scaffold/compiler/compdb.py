@@ -58,7 +58,7 @@ def update_compile_commands(
 def _load(path: Path) -> list[dict[str, str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     if not isinstance(data, list):
         return []

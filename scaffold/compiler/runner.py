@@ -82,7 +82,8 @@ def compile_commands(ninja: Path, scratch: Path) -> list[dict[str, str]]:
     result = subprocess.run(
         [str(ninja), "-C", str(scratch), "-t", "compdb", *COMPILE_RULES],
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",  # paths as the file system holds them, whatever the locale
         check=False,
     )
     if result.returncode != 0:

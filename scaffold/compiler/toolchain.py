@@ -79,7 +79,7 @@ def find_torch(cache_dir: Path) -> TorchInstall:
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
         abi = cached["cxx11_abi"] if cached.get("key") == key else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
         abi = None
     if not isinstance(abi, bool):
         abi = _probe_cxx11_abi()

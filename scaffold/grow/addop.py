@@ -15,13 +15,15 @@ from pathlib import Path
 from scaffold.errors import InvalidOptionError
 from scaffold.grow.evolve import EvolveReport, evolve
 from scaffold.project.answers import load_answers
-from scaffold.project.names import OpName
+from scaffold.project.names import OpName, check_op_name_free, defined_names
 from scaffold.project.schema import find_schemas
+from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     LIKE_KINDS,
     OP_VARIANT_SUFFIXES,
     SKELETON_KIND,
     STABLE_ABI_KINDS,
+    TORCH_EXT_DIR,
     TRITON_KINDS,
     TRITON_LANGUAGE,
 )
@@ -69,6 +71,16 @@ def add_op(
                 f"{project.name} already declares '{op.name}{suffix}', the name of {variant} "
                 f"kscaffold would declare for '{op.name}': choose another name."
             )
+    package = str(answers.values["name"]).replace("-", "_")
+    init_file = f"{TORCH_EXT_DIR}/{package}/__init__.py"
+    init_text = read_regular_text(project / init_file)
+    check_op_name_free(
+        op,
+        package=package,
+        other_ops=recorded | declared,
+        user_names=defined_names(init_text) if init_text is not None else (),
+        init_file=init_file,
+    )
     ops = [*(entry.as_answer() for entry in answers.ops)]
     ops.append({"name": op.name, "kind": like or SKELETON_KIND})
     return evolve(

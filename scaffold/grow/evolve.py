@@ -21,10 +21,12 @@ from pathlib import Path, PurePosixPath
 import tomlkit
 
 from scaffold.errors import DirtyTreeError, InvalidOptionError, KscaffoldError, MergeConflictError
+from scaffold.grow.answers_drift import answers_drift
 from scaffold.grow.merge import Conflict, plan_merge
 from scaffold.grow.skeleton import render_skeleton, skeleton_path
 from scaffold.grow.stableskeleton import render_stable_skeleton
 from scaffold.grow.template import kscaffold_version, render_files
+from scaffold.outputs.project_lock import holding_project_lock
 from scaffold.project.answers import ProjectAnswers, load_answers
 from scaffold.project.schema import OpSchema, find_schemas
 from scaffold.support import gitutil
@@ -96,11 +98,14 @@ def _baseline(project: Path, answers: ProjectAnswers, in_git: bool) -> dict[str,
         stored = _stored_baseline(project, (project / ANSWERS_FILE).read_bytes())
         if stored is not None:
             return stored
+        # No baseline was recorded with these answers: they were edited by hand since the last
+        # one, which is then the rendering they replaced. Merging from it applies the edit, as
+        # copier re-renders from changed answers.
+        latest = gitutil.read_ref_files(project, baseline_ref(project))
+        if latest is not None:
+            return latest
     if answers.kscaffold_version == kscaffold_version():
         return render_files(answers.values)
-    latest = gitutil.read_ref_files(project, baseline_ref(project)) if in_git else None
-    if latest is not None:  # answers edited by hand: the last baseline is the best guess
-        return latest
     raise KscaffoldError(
         f"{project} was made by kscaffold {answers.kscaffold_version} and has no stored baseline "
         f"({BASELINE_REF}): install kscaffold {answers.kscaffold_version} to add a backend, "
@@ -190,6 +195,18 @@ def evolve(
     Nothing is written when the merge meets a conflict, unless ``markers`` asks for conflict
     markers in the files concerned.
     """
+    with holding_project_lock(project, what, create=False):
+        return _evolve(project, answers, new_values, markers, what, skeleton_backends)
+
+
+def _evolve(
+    project: Path,
+    answers: ProjectAnswers,
+    new_values: ProjectAnswers,
+    markers: bool,
+    what: str,
+    skeleton_backends: set[str] | None,
+) -> EvolveReport:
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
         raise DirtyTreeError(
@@ -212,9 +229,19 @@ def evolve(
             f"{what} stopped, nothing was changed: {listing}. Resolve by hand, or run again with "
             "--conflict-markers to write standard <<<<<<< markers into those files."
         )
+    unmarked = [c.describe() for c in plan.conflicts if c.path not in plan.marked]
+    if markers and unmarked:  # never report markers that were not written
+        raise MergeConflictError(
+            f"{what} stopped, nothing was changed: kscaffold cannot write conflict markers for "
+            f"{'; '.join(unmarked)}. Resolve by hand, then run the command again."
+        )
     added = sorted(path for path in plan.writes if not (project / path).exists())
-    plan.apply(project, markers=markers)
-    record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}")
+    plan.apply(
+        project,
+        markers=markers,
+        what=what,
+        then=lambda: record_baseline(project, after, f"kscaffold {kscaffold_version()}: {what}"),
+    )
     return EvolveReport(
         written=sorted(plan.writes) + sorted(plan.marked if markers else {}),
         added=added,
@@ -254,8 +281,28 @@ def add_backend(project: Path, backend: str, *, markers: bool = False) -> Evolve
     return report
 
 
+def _has_baseline(project: Path) -> bool:
+    if not gitutil.is_inside_work_tree(project):
+        return False
+    ref = baseline_ref(project)
+    return (
+        gitutil.run_git(project, "rev-parse", "--verify", "--quiet", ref, check=False).returncode
+        == 0
+    )
+
+
 def update_project(project: Path, *, markers: bool = False) -> EvolveReport:
     """Re-render the project with the installed template and merge the change in."""
     project = project.resolve()
     answers = load_answers(project)
-    return evolve(project, answers, answers, markers=markers, what="update the template")
+    report = evolve(project, answers, answers, markers=markers, what="update the template")
+    if not (report.written or report.deleted or report.conflicts) and not _has_baseline(project):
+        drift = answers_drift(project, render_files(answers.values).get("build.toml", b""))
+        if drift is not None:
+            raise KscaffoldError(
+                f"Nothing was updated, but {ANSWERS_FILE} and build.toml disagree ({drift}): "
+                f"a hand edit of the answers is applied only from the baseline kscaffold keeps "
+                f"in git ({BASELINE_REF}), which this project lacks. Make the change with "
+                f"`kscaffold add-backend` or `kscaffold add-op`, or restore {ANSWERS_FILE}."
+            )
+    return report

@@ -10,10 +10,10 @@ line, never resolved by overwriting.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ import tomlkit
 from tomlkit.items import Table
 
 from scaffold.errors import KscaffoldError
+from scaffold.grow.transaction import write_all_or_nothing
+from scaffold.vocabulary import ANSWERS_FILE
 
 #: Files merged as TOML documents rather than as text.
 TOML_FILES = frozenset({"build.toml"})
@@ -52,8 +54,19 @@ class MergePlan:
     marked: dict[str, bytes] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
 
-    def apply(self, project: Path, *, markers: bool = False) -> None:
-        """Write the plan into ``project`` (conflicted files only when ``markers`` is set)."""
+    def apply(
+        self,
+        project: Path,
+        *,
+        markers: bool = False,
+        what: str = "merge the template change",
+        then: Callable[[], None] | None = None,
+    ) -> None:
+        """Write the plan into ``project`` (conflicted files only when ``markers`` is set).
+
+        All files or none: see :func:`~scaffold.grow.transaction.write_all_or_nothing`; ``then``
+        runs once every file is in place, and a failure there undoes them too.
+        """
         contents = dict(self.writes)
         if markers:
             contents.update(self.marked)
@@ -66,16 +79,9 @@ class MergePlan:
                     f"project (to {folder}), and kscaffold never writes through links out of it. "
                     "Replace the link with a folder, then run the command again."
                 )
-        for relative, data in contents.items():
-            target = project / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_name(f".{target.name}.kscaffold-tmp")
-            temporary.write_bytes(data)
-            if target.exists():
-                os.chmod(temporary, target.stat().st_mode)
-            temporary.replace(target)
-        for relative in self.deletes:
-            (project / relative).unlink(missing_ok=True)
+        write_all_or_nothing(
+            project, contents, self.deletes, what=what, last=(ANSWERS_FILE,), then=then
+        )
 
 
 def _merge_file(
@@ -139,6 +145,29 @@ def _merge_text(
         if line.startswith(_MARKER_START)
     )
     return marked, Conflict(path, lines, "your edits and the template's change overlap")
+
+
+def with_markers(path: str, user: bytes, before: bytes, after: bytes) -> bytes:
+    """``path`` with standard conflict markers between the user's text and the template's.
+
+    Where the line merge finds no overlap to mark (the conflict was found key by key, or one
+    side is empty), the whole of both versions goes between one pair of markers, so that a
+    conflict reported as marked always has markers and the template's text is never lost.
+    """
+    marked, clean = _merge_file(path, user, before, after)
+    if not clean and re.search(rb"^<<<<<<< ", marked, re.MULTILINE):
+        return marked
+
+    def ended(text: bytes) -> bytes:
+        return text if not text or text.endswith(b"\n") else text + b"\n"
+
+    return (
+        f"<<<<<<< {path} (yours)\n".encode()
+        + ended(user)
+        + b"=======\n"
+        + ended(after)
+        + f">>>>>>> {path} (template after)\n".encode()
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -229,6 +258,11 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
         mine = target.read_bytes() if target.is_file() else None
         if old == new:
             continue  # the template did not change this file: whatever the user has stays
+        if relative == ANSWERS_FILE and new is not None:
+            # kscaffold's own record, rendered from the (validated) answers: always the new one.
+            if mine != new:
+                plan.writes[relative] = new
+            continue
         if new is None:  # the template dropped the file
             if mine == old:
                 plan.deletes.append(relative)
@@ -242,6 +276,7 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
                 plan.conflicts.append(
                     Conflict(relative, (), "you deleted this file; the template changes it")
                 )
+                plan.marked[relative] = with_markers(relative, b"", b"", new)
             continue
         if mine in (new, old):
             if mine == old:
@@ -251,13 +286,15 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
             plan.conflicts.append(
                 Conflict(relative, (), "you created this file; the template adds its own")
             )
-            plan.marked[relative] = mine
+            plan.marked[relative] = with_markers(relative, mine, b"", new)
             continue
         if relative in TOML_FILES:
             merged, toml_conflicts = _merge_toml(relative, mine, old, new)
             plan.conflicts.extend(toml_conflicts)
             if not toml_conflicts:
                 plan.writes[relative] = merged
+            else:
+                plan.marked[relative] = with_markers(relative, mine, old, new)
             continue
         merged, conflict = _merge_text(relative, mine, old, new)
         if conflict is None:

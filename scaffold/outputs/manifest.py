@@ -33,7 +33,7 @@ def load_manifest(project: Path) -> dict[str, str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         # A damaged record proves nothing: treat every file as the user's.
         return {}
     files = data.get("files") if isinstance(data, dict) else None

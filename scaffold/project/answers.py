@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
-from scaffold.project.names import OpName
+from scaffold.project.names import OpName, check_op_name_free
 from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
 from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, CPP_LANGUAGE, OP_KINDS
 
@@ -92,6 +92,7 @@ def load_answers(project: Path) -> ProjectAnswers:
         )
     answers = _validated(path, values)
     ops = data.get("ops", default_ops(answers["example"]))
+    _name_the_bad_op_entry(path, ops)
     if (
         not isinstance(ops, list)
         or not all(
@@ -109,15 +110,35 @@ def load_answers(project: Path) -> ProjectAnswers:
             "restore it from git."
         )
     ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
-    _check_op_names(path, ops)
+    _check_op_names(path, ops, str(answers["name"]).replace("-", "_"))
     return ProjectAnswers({**answers, "ops": ops}, version)
 
 
-def _check_op_names(path: Path, ops: list[dict[str, str]]) -> None:
+def _name_the_bad_op_entry(path: Path, ops: object) -> None:
+    """One line naming the first entry of 'ops' the template cannot render, and its key."""
+    if not isinstance(ops, list):
+        return
+    for index, entry in enumerate(ops):
+        where = f"{path}: ops[{index}]"
+        if not isinstance(entry, dict):
+            raise AnswersError(f"{where} must be {{name: ..., kind: ...}}, not {entry!r}.")
+        kind = entry.get("kind")
+        if "kind" in entry and (not isinstance(kind, str) or kind not in OP_KINDS):
+            raise AnswersError(
+                f"{where}.kind is {kind!r}, which is no kind of op the template renders "
+                f"({', '.join(OP_KINDS)}): restore it from git."
+            )
+
+
+def _check_op_names(path: Path, ops: list[dict[str, str]], package: str) -> None:
     """Each recorded op name follows add-op's rules: it names files, namespaces and functions."""
-    for entry in ops:
+    names = [entry["name"] for entry in ops]
+    for index, entry in enumerate(ops):
         try:
-            OpName(entry["name"])
+            # The first op may share the package's name (``--example img2gray`` makes one).
+            check_op_name_free(
+                OpName(entry["name"]), package=package if index else None, other_ops=names
+            )
         except KscaffoldError as error:
             raise AnswersError(f"{path}: 'ops': {error}") from error
 

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from scaffold.errors import BuildConfigError, InvalidNameError, NotAProjectError
 from scaffold.project.names import KernelName
+from scaffold.support.safefs import has_control_character, leaves_project
 from scaffold.vocabulary import BUILD_TOML, KNOWN_BACKENDS, TORCH_EXT_DIR
 
 #: The editions kscaffold reads; a file without ``edition`` is edition 4.
@@ -168,7 +169,21 @@ class BuildConfig:
         return tuple(dict.fromkeys(listed))
 
     def check_sources(self) -> None:
-        """Fail, naming each path, if a ``src`` file or the Python package is missing."""
+        """Fail, naming each path, if a ``src`` file or the Python package is missing.
+
+        A path with a control character is refused first: no build file can name it safely.
+        """
+        for owner, paths in (
+            ("torch", self.torch.src),
+            *((f"kernel.{kernel.label}", kernel.src) for kernel in self.kernels),
+        ):
+            for path in paths:
+                if has_control_character(path):
+                    raise BuildConfigError(
+                        f"{BUILD_TOML}: [{owner}] src entry {path!r} holds a control "
+                        "character (a newline, tab, ...): rename the file without it and list "
+                        "the new path."
+                    )
         missing = [
             f"  [{owner}] src: {path} ({self.project / path})"
             for owner, paths in (
@@ -203,6 +218,11 @@ def load_build_config(project: Path) -> BuildConfig:
         raise NotAProjectError(
             f"{project} has no {BUILD_TOML}, so it is not a kernel project: "
             "run kscaffold in the project's folder, or create one with `kscaffold new`."
+        )
+    if leaves_project(project, path):
+        raise BuildConfigError(
+            f"{BUILD_TOML} is a link that leads out of {project}, and kscaffold reads no file "
+            "outside the project: replace it with the file itself."
         )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import keyword
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scaffold.errors import InvalidNameError, InvalidOptionError
+from scaffold.project.cxx_reserved import CXX_RESERVED
+from scaffold.project.generated_names import GENERATED_IDENTIFIERS, GENERATED_MODULE_NAMES
 from scaffold.vocabulary import OP_VARIANT_SUFFIXES, SUPPORTED_BACKENDS
 
 #: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json);
@@ -128,12 +133,12 @@ def parse_license(value: str) -> str:
 
 
 #: Op names: lowercase snake case, as PyTorch names its ops; also a C++ and Python identifier.
-OP_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+OP_NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
 #: Longer names would push generated lines past the 100 columns of the project's ruff.toml.
 _MAX_LENGTH = 20
 
 #: C++ keywords (and alternative operator spellings) an op name cannot be: it names a namespace.
-_CXX_KEYWORDS = frozenset(
+CXX_KEYWORDS = frozenset(
     {
         "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
         "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
@@ -159,6 +164,52 @@ _TAKEN_BY_THE_TEMPLATE = frozenset(
 )  # fmt: skip
 
 
+def generated_identifiers(op: str) -> frozenset[str]:
+    """What the template generates for the op ``op``: its functions, constants and files."""
+    camel = "".join(part.capitalize() for part in op.split("_"))
+    return frozenset(
+        pattern.replace("{op}", op).replace("{OP}", op.upper()).replace("{Op}", camel)
+        for pattern in GENERATED_IDENTIFIERS
+    )
+
+
+def _python_builtins() -> frozenset[str]:
+    return frozenset(name for name in dir(builtins) if OP_NAME_PATTERN.fullmatch(name))
+
+
+def _why_taken(name: str) -> str | None:
+    """Why the generated code cannot use ``name`` for an op, or None if it can."""
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in CXX_KEYWORDS:
+        return "it is a Python or C++ keyword"
+    if name in _TAKEN_BY_THE_TEMPLATE:
+        return "the generated C++ or Python already uses it"
+    if name in CXX_RESERVED:
+        return (
+            "the C/C++ headers the generated code includes already define it at global scope "
+            f"(a function, macro, type or namespace), and the op's `namespace {name}` would "
+            "collide with it"
+        )
+    if name in _python_builtins():
+        return (
+            f"it is a Python builtin, which the op's function `{name}` would shadow in the "
+            "generated package"
+        )
+    if name in GENERATED_MODULE_NAMES:
+        return "the generated Python module imports or defines it itself"
+    for identifier in sorted(generated_identifiers(name) - {name}):
+        if identifier in GENERATED_MODULE_NAMES:
+            return (
+                f"the op would generate {identifier}, which the generated Python already "
+                "defines for itself"
+            )
+        if identifier in CXX_RESERVED:
+            return (
+                f"the op would generate {identifier}, which the C/C++ headers the generated code "
+                "includes already define"
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class OpName:
     """The name of a new op: a valid C++ namespace, Python function and ``torch.ops`` name."""
@@ -168,15 +219,16 @@ class OpName:
     def __post_init__(self) -> None:
         name = self.name
         rule = "lowercase letters, digits and '_', starting with a letter (e.g. 'scale')"
-        if not OP_NAME_PATTERN.match(name):
+        if not isinstance(name, str) or not OP_NAME_PATTERN.fullmatch(name):
+            name = str(name)
             suggestion = re.sub(r"[^a-z0-9_]+", "_", name.strip().lower()).strip("_")
             suggestion = re.sub(r"^[^a-z]+", "", suggestion)
             hint = (
                 f"; try '{suggestion}'"
-                if suggestion and suggestion != name and OP_NAME_PATTERN.match(suggestion)
+                if suggestion and suggestion != name and OP_NAME_PATTERN.fullmatch(suggestion)
                 else ""
             )
-            raise InvalidNameError(f"Invalid op name '{name}': use {rule}{hint}.")
+            raise InvalidNameError(f"Invalid op name {name!r}: use {rule}{hint}.")
         if len(name) > _MAX_LENGTH:
             raise InvalidNameError(
                 f"Invalid op name '{name}': use at most {_MAX_LENGTH} characters."
@@ -193,12 +245,64 @@ class OpName:
                     f"kscaffold declares for each op ('{name}' would be the one of "
                     f"'{name.removesuffix(suffix)}')."
                 )
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in _CXX_KEYWORDS:
+        why = _why_taken(name)
+        if why is not None:
+            raise InvalidNameError(f"Invalid op name '{name}': {why}; choose another name.")
+
+
+def defined_names(source: str) -> frozenset[str]:
+    """The names a Python module defines at its top level: functions, classes, assignments, imports.
+
+    An unparsable module defines none that can be told.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                found.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return frozenset(found)
+
+
+def check_op_name_free(
+    op: OpName,
+    *,
+    package: str | None,
+    other_ops: Iterable[str] = (),
+    user_names: Iterable[str] = (),
+    init_file: str = "the package's __init__.py",
+) -> None:
+    """Refuse ``op`` where what it generates collides with the project it joins.
+
+    ``package`` is the Python package's name (None: the op may share it, as a project's first
+    op made from an example of that name does); ``other_ops`` the project's other ops;
+    ``user_names`` what the package's ``__init__.py`` already defines (:func:`defined_names`).
+    """
+    name = op.name
+    if package is not None and name == package:
+        raise InvalidNameError(
+            f"Invalid op name '{name}': it is the package's own name, which `from {package} "
+            f"import {name}` could no longer tell apart; choose another name."
+        )
+    mine = generated_identifiers(name)
+    for other in sorted(set(other_ops) - {name}):
+        shared = sorted(mine & generated_identifiers(other))
+        if shared:
             raise InvalidNameError(
-                f"Invalid op name '{name}': it is a Python or C++ keyword; choose another name."
+                f"Invalid op name '{name}': it would generate {shared[0]}, which the op "
+                f"'{other}' generates too; choose another name."
             )
-        if name in _TAKEN_BY_THE_TEMPLATE:
-            raise InvalidNameError(
-                f"Invalid op name '{name}': the generated C++ or Python already uses it; choose "
-                "another name."
-            )
+    taken = sorted(mine & set(user_names))
+    if taken:
+        raise InvalidNameError(
+            f"Invalid op name '{name}': {init_file} already defines {taken[0]}, which the op "
+            "would generate and shadow; choose another name."
+        )

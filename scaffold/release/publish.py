@@ -26,7 +26,8 @@ from typing import Any
 from scaffold.checks import check_project, has_errors
 from scaffold.compiler.variant import noarch_variant_name
 from scaffold.errors import InvalidNameError, PublishError
-from scaffold.outputs.provenance import VariantStatus, inspect_variant
+from scaffold.outputs.project_lock import holding_project_lock
+from scaffold.outputs.release_gate import judge_build
 from scaffold.project.buildconfig import load_build_config
 from scaffold.project.flakepin import flake_variants
 from scaffold.support import gitutil
@@ -229,22 +230,6 @@ def ignore_spec(project: Path, paths: list[str]) -> Any:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _inspect(project: Path, variant: Path) -> VariantStatus:
-    if variant.is_symlink():
-        raise PublishError(
-            f"build/{variant.name} is a link, and a release uploads only what is in build/: "
-            "replace it with the folder itself (or rebuild), then publish."
-        )
-    list(_regular_files(variant, project))  # refuse FIFOs and links before anything opens them
-    try:
-        return inspect_variant(variant)
-    except (OSError, ValueError, RuntimeError) as error:
-        raise PublishError(
-            f"build/{variant.name}/metadata.json cannot be read by the kernels loader "
-            f"({_first_line(error)}): rebuild with `kscaffold build`."
-        ) from None
-
-
 def plan_release(
     project: Path,
     version: str,
@@ -269,30 +254,12 @@ def plan_release(
             "build/ holds no variant: run `nix run .#build-and-copy -L` (every torch and CUDA "
             "version, for a release) or `kscaffold build`, then publish."
         )
-    statuses = [_inspect(project, variant) for variant in variant_dirs]
-    for status in statuses:
-        where = f"build/{status.variant}"
-        if (status.name, status.version) != (config.name.name, config.version):
-            raise PublishError(
-                f"{where} is a build of {status.name} version {status.version}, not of "
-                f"build.toml's {config.name.name} version {config.version}: rebuild (or remove "
-                "it), then publish."
-            )
-        if status.dirty:
-            raise PublishError(
-                f"{where} was built from uncommitted sources (outside git: sources changed "
-                "since the first build): commit your changes, rebuild, then publish."
-            )
-        if not status.has_digest:
-            raise PublishError(
-                f"{where}/metadata.json records no digest of its files: rebuild with "
-                "`kscaffold build` (or kernel-builder), then publish."
-            )
-        if status.digest_problems:
-            raise PublishError(
-                f"{where} no longer matches the digest its build recorded "
-                f"({status.digest_problems[0]}): rebuild it, then publish."
-            )
+    has_card = _card_is_regular(project)  # a linked card is named as such, before all else
+    verdicts = judge_build(project, config.name.name, config.version)
+    for verdict in verdicts:
+        if verdict.problems:
+            raise PublishError(str(verdict.problems[0]))
+    statuses = [verdict.status for verdict in verdicts if verdict.status is not None]
     local = tuple(status.variant for status in statuses if status.local_build)
     if local and not allow_local_build:
         builder = next(s.builder for s in statuses if s.local_build) or "no builder"
@@ -314,7 +281,7 @@ def plan_release(
         for variant in variant_dirs
         for path in _regular_files(variant, project)
     ]
-    card = [CARD] if _card_is_regular(project) and upload_candidates(project, [CARD]) else []
+    card = [CARD] if has_card and upload_candidates(project, [CARD]) else []
     variants = tuple(variant.name for variant in variant_dirs)
     warnings = tuple(
         f"{finding.location}: {finding.message}"
@@ -367,7 +334,31 @@ def publish(
     allow_local_build: bool = False,
     api: Any = None,
 ) -> ReleasePlan | ReleaseResult:
-    """Upload ``project`` to the Hub as release ``version``; with ``dry_run``, only plan it."""
+    """Upload ``project`` to the Hub as release ``version``; with ``dry_run``, only plan it.
+
+    The project's lock is held from the first check to the last upload, so that a build or an
+    add-op cannot change what is checked before it is uploaded.
+    """
+    if not (project / BUILD_DIR).is_dir():  # nothing to lock, and nothing to release
+        return _publish(
+            project, version, repo_id, private, dry_run, create_pr, allow_local_build, api
+        )
+    with holding_project_lock(project.resolve(), "publish", PublishError):
+        return _publish(
+            project, version, repo_id, private, dry_run, create_pr, allow_local_build, api
+        )
+
+
+def _publish(
+    project: Path,
+    version: str,
+    repo_id: str | None,
+    private: bool,
+    dry_run: bool,
+    create_pr: bool,
+    allow_local_build: bool,
+    api: Any,
+) -> ReleasePlan | ReleaseResult:
     plan = plan_release(project, version, repo_id, allow_local_build=allow_local_build)
     if dry_run:
         return plan
@@ -436,6 +427,19 @@ def _upload(
     wanted = _tag_numbers(plan.tag)
     if any(_tag_numbers(tag.name) == wanted for tag in refs.tags):
         raise PublishError(f"{repo} already has the tag {plan.tag}: release a higher version.")
+    newer = sorted(
+        (numbers, tag.name)
+        for tag in refs.tags
+        if (numbers := _tag_numbers(tag.name)) is not None
+        and wanted is not None
+        and numbers[0] == wanted[0]
+        and numbers > wanted
+    )
+    if newer:
+        raise PublishError(
+            f"{repo} already has the tag {newer[-1][1]}, newer than {plan.tag} of the same major "
+            f"version: release a version above {newer[-1][1].lstrip('v')}."
+        )
     new_branch = not any(branch.name == plan.branch for branch in refs.branches)
     if new_branch:
         if create_pr:

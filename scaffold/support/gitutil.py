@@ -13,6 +13,9 @@ from pathlib import Path
 
 from scaffold.errors import KscaffoldError
 
+#: How git's output is decoded: as file names are, whatever the locale.
+_ENCODING, _ERRORS = "utf-8", "surrogateescape"
+
 # Used only when the user has no git identity configured, so the first commit can still be made.
 _FALLBACK_IDENTITY = ("-c", "user.name=kscaffold", "-c", "user.email=kscaffold@localhost")
 
@@ -25,7 +28,16 @@ def run_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedP
     """Run ``git args`` in ``repo``; raise a KscaffoldError carrying git's output on failure."""
     if not git_available():
         raise KscaffoldError("git is not installed: install git, or pass --no-git.")
-    result = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    # Git prints paths as the file system holds them: bytes that are not UTF-8 round-trip as
+    # Python's file names do (surrogateescape) instead of failing to decode.
+    result = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+        encoding=_ENCODING,
+        errors=_ERRORS,
+    )
     if check and result.returncode != 0:
         output = (result.stderr or result.stdout).strip()
         raise KscaffoldError(f"`git {' '.join(args)}` failed in {repo}: {output}")
@@ -76,7 +88,9 @@ def read_ref_files(repo: Path, ref: str) -> dict[str, bytes] | None:
         ["git", "archive", "--format=tar", ref], cwd=top, capture_output=True, check=False
     )
     if archive.returncode != 0:
-        raise KscaffoldError(f"`git archive {ref}` failed in {repo}: {archive.stderr.decode()}")
+        raise KscaffoldError(
+            f"`git archive {ref}` failed in {repo}: {archive.stderr.decode(errors='replace')}"
+        )
     files: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         for member in tar.getmembers():
@@ -100,7 +114,13 @@ def write_ref_files(repo: Path, ref: str, files: dict[str, bytes], message: str)
 
         def plumbing(*args: str) -> str:
             result = subprocess.run(
-                [*common, *args], cwd=tree_dir, env=env, capture_output=True, text=True, check=False
+                [*common, *args],
+                cwd=tree_dir,
+                env=env,
+                capture_output=True,
+                check=False,
+                encoding=_ENCODING,
+                errors=_ERRORS,
             )
             if result.returncode != 0:
                 raise KscaffoldError(f"`git {' '.join(args)}` failed: {result.stderr.strip()}")

@@ -28,7 +28,7 @@ from pathlib import Path
 from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.errors import ToolchainError
 from scaffold.project.buildconfig import load_build_config
-from scaffold.support.safefs import read_regular_text
+from scaffold.support.safefs import leaves_project, read_regular_text
 from scaffold.testing.pytest_plugin import BACKEND_VARIABLE, REPORT_VARIABLE, RunCounts
 from scaffold.vocabulary import SUPPORTED_BACKENDS, TESTS_DIR
 
@@ -204,7 +204,13 @@ def missing_requirements(project: Path) -> list[str]:
     Without the file (a project from an older kscaffold), only pytest is required. Versions and
     markers are pip's business; this only catches the "No module named pytest" start.
     """
-    text = read_regular_text(project / REQUIREMENTS_FILE)
+    requirements = project / REQUIREMENTS_FILE
+    if leaves_project(project, requirements):
+        raise ToolchainError(
+            f"{REQUIREMENTS_FILE} is a link that leads out of {project}, and kscaffold reads no "
+            "file outside the project: replace it with the file itself, then test again."
+        )
+    text = read_regular_text(requirements)
     lines = text.splitlines() if text is not None else ["pytest"]
     missing = []
     for line in lines:
