@@ -1,5 +1,8 @@
 """Ops: every schema has an implementation for every backend, and a Python wrapper.
 
+An op without an implementation for a backend is a warning: that backend's variant loads, and
+only calling the op there fails. A registration in a file no ``src`` list compiles is an error.
+
 Schemas and registrations count for a backend only where the preprocessor may compile them in
 that backend's variant (``#if defined(CPU_KERNEL)`` blocks, see
 :mod:`scaffold.project.preprocessor`),
@@ -230,13 +233,16 @@ def _missing_impls(
                     )
                 )
             else:
+                # The variant still loads and its other ops work, as in kernels that declare
+                # every op everywhere but implement some on one device only: not a release gate.
                 findings.append(
-                    error(
+                    warning(
                         location,
-                        f"Op '{schema.name}' has no {backend} implementation: calling it with "
-                        f'{backend} tensors fails ("Could not run ... with arguments from the '
-                        f"'{key}' backend\").",
-                        _impl_hint(backend, key, schema.name, context),
+                        f"Op '{schema.name}' has no {backend} implementation: the {backend} "
+                        f"variant loads, but calling this op with {backend} tensors fails "
+                        f"(\"Could not run ... with arguments from the '{key}' backend\").",
+                        _impl_hint(backend, key, schema.name, context)
+                        + " Or leave it, if the op is not meant for this device.",
                     )
                 )
     return findings

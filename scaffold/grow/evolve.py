@@ -25,6 +25,7 @@ from scaffold.grow.merge import Conflict, plan_merge
 from scaffold.grow.skeleton import render_skeleton, skeleton_path
 from scaffold.grow.template import kscaffold_version, render_files
 from scaffold.project.answers import ProjectAnswers, load_answers
+from scaffold.project.editions import kernel_table_backend
 from scaffold.project.schema import OpSchema, find_schemas
 from scaffold.support import gitutil
 from scaffold.vocabulary import ANSWERS_FILE, CSRC_DIR, SUPPORTED_BACKENDS, TORCH_EXT_DIR
@@ -143,7 +144,7 @@ def _with_skeletons(
         skeleton = skeleton_path(python_name, backend)
         adjusted[skeleton] = render_skeleton(python_name, backend, pending).encode()
         for table_name, table in build_toml.get("kernel", {}).items():
-            if table.get("backend") == backend and table_name not in {
+            if kernel_table_backend(table) == backend and table_name not in {
                 f"{op}_{backend}" for op in added
             }:
                 sources = [] if not keep_template else [str(s) for s in table["src"]]
