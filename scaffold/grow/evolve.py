@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -164,11 +165,14 @@ def evolve(
     markers: bool,
     what: str,
     skeleton_backends: set[str] | None = None,
+    rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None,
 ) -> EvolveReport:
     """Merge the template change from ``answers`` to ``new_values`` into ``project``.
 
     Nothing is written when the merge meets a conflict, unless ``markers`` asks for conflict
-    markers in the files concerned.
+    markers in the files concerned. ``rewrite`` maps a file to a change made to it first, both
+    in the baseline and in the user's copy (an edition's new keys), so the template change is
+    merged onto the rewritten file and the rewrite is written even where the template has none.
     """
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
@@ -185,7 +189,13 @@ def evolve(
     after = _with_skeletons(
         project, python_name, before, render_files(new_values.values), skeleton_backends
     )
-    plan = plan_merge(project, before, after)
+    overrides: dict[str, bytes] = {}
+    for relative, change in (rewrite or {}).items():
+        if relative in before:
+            before = {**before, relative: change(before[relative])}
+        if (project / relative).is_file():
+            overrides[relative] = change((project / relative).read_bytes())
+    plan = plan_merge(project, before, after, overrides)
     if plan.conflicts and not markers:
         listing = "; ".join(conflict.describe() for conflict in plan.conflicts)
         raise MergeConflictError(
