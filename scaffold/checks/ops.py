@@ -12,7 +12,7 @@ and two declarations of one op in alternative ``#if``/``#else`` branches are not
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.project.preprocessor import Build, exclusive, possible
@@ -30,6 +30,7 @@ from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     BACKEND_DISPATCH_KEYS,
     BINDING_HEADER,
+    HEADER_SUFFIXES,
     SCANNED_SUFFIXES,
     TORCH_EXT_DIR,
 )
@@ -82,11 +83,14 @@ def _is_ops_namespace(node: ast.expr) -> bool:
 
 
 def _impl_hint(backend: str, key: str, op: str, context: Context) -> str:
-    files = sorted(
-        path
-        for source_list in context.source_lists
-        if source_list.backend == backend
-        for path in source_list.files
+    files = sorted(  # a source file of the backend's tables, before any header
+        (
+            path
+            for source_list in context.source_lists
+            if source_list.backend == backend
+            for path in source_list.files
+        ),
+        key=lambda path: (PurePosixPath(path).suffix in HEADER_SUFFIXES, path),
     )
     where = f" in {files[0]}" if files else f" in the {backend} kernel's source"
     return (
