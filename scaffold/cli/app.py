@@ -232,7 +232,6 @@ def add_op_command(
 @app.command(
     epilog=examples(
         "kscaffold update",
-        "kscaffold update path/to/my-kernel",
         "kscaffold update --edition 6 --kernel-builder 03dd3532d47037340a77a5bf23684d6d0394b73d",
     )
 )
