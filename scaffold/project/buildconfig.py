@@ -339,8 +339,8 @@ def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
         raise BuildConfigError(
             f"{BUILD_TOML}: general.edition is {edition_value}, which kscaffold cannot read: "
             "it reads edition = 5 and 6, and the legacy format (4) only when [general] has no "
-            "edition key; set edition = 5 (`kscaffold update --edition 6 --kernel-builder REF` "
-            "or kernel-builder update-build converts a file to 6)"
+            "edition key; set edition = 5, or move the file to 6 with "
+            "`kscaffold update --edition 6 --kernel-builder REF`"
         )
     else:
         edition = edition_value
