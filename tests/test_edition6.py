@@ -30,7 +30,7 @@ from tests.compat_projects import (
     LEGACY_BUILD_TOML,
     write_legacy_project,
 )
-from tests.helpers import run
+from tests.helpers import run, run_with_kernel
 from tests.test_build import fake_plan
 
 REF = "03dd3532d47037340a77a5bf23684d6d0394b73d"
@@ -317,3 +317,21 @@ def test_answers_keep_edition_and_revision_together(made: Path) -> None:
 def _commit(project: Path) -> None:
     run(["git", "add", "-A"], cwd=project)
     run(["git", "commit", "-qm", "step", "--no-verify"], cwd=project)
+
+
+@pytest.mark.slow
+def test_edition_6_project_builds_and_loads_on_cpu(tmp_path: Path) -> None:
+    """The edition-6 project compiles into the variant edition 4 builds, and its ops run."""
+    project = write_legacy_project(tmp_path / "compat-ops", 6)
+    (result,) = build_project(project, backend="cpu")
+    assert result.variant == "torch-stable-abi210-cpu-x86_64-linux"
+    so = f"{result.ops_name}.abi3.so"
+    assert sorted(p.name for p in result.variant_dir.iterdir()) == sorted(
+        ["__init__.py", "_ops.py", so, "factors.json", "metadata.json"]
+    )
+    out = run_with_kernel(
+        project,
+        "x = torch.arange(4, dtype=torch.float32)\n"
+        "print(kernel.scale(x).tolist(), kernel.shift(x).tolist())\n",
+    )
+    assert out.strip() == "[0.0, 2.0, 4.0, 6.0] [1.0, 2.0, 3.0, 4.0]"
