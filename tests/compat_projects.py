@@ -10,6 +10,13 @@ lambda in the first), and a ``pyext`` data file read by the Python package.
 Metal-only one. ``write_stray_namespace_project`` is a pure-Python kernel whose op is registered
 under a namespace of its own (kernel-builder refuses to build it); ``write_neuron_project`` a
 pure-Python kernel for Neuron only, with no flake.nix (kernel-builder's Nix builds no Neuron).
+
+``write_legacy_project(root, edition=5)`` and ``edition=6`` write the same project in the later
+editions: 5 adds ``edition = 5``; 6 is written from kernel-builder's edition-6 schema
+(kernels-common ``config/v6.rs``: every ``[kernel.*]`` table tagged ``language = "cpp-<backend>"``
+instead of ``backend``, each language with its own keys, nothing else changed), with comments
+where a user would keep them. ``EDITION_6_TVM_FFI_BUILD_TOML`` is an edition-6 ``[tvm-ffi]``
+kernel with a ``rust-cpu`` table (its ``cargo-manifest``, and no C++ ``src``, as v6 allows).
 """
 
 from __future__ import annotations
@@ -53,6 +60,70 @@ depends = ["torch"]
 src = ["csrc/cuda/blackwell.cu"]
 cuda-capabilities = ["10.0a"]
 """
+
+EDITION_5_BUILD_TOML = LEGACY_BUILD_TOML.replace(
+    'backends = ["cpu", "cuda"]\n', 'backends = ["cpu", "cuda"]\nedition = 5\n', 1
+)
+
+# The same project as edition 6 writes it. The comments are the user's, kept by a rewrite.
+EDITION_6_BUILD_TOML = """\
+[general]
+name = "compat-ops"
+version = 1
+license = "apache-2.0"
+backends = ["cpu", "cuda"]
+edition = 6
+
+[torch]
+src = ["torch-ext/torch_binding.cpp", "torch-ext/torch_binding.h"]
+pyext = ["py", "json"]
+stable-abi = "2.10"
+
+[kernel.scale_cpu]
+language = "cpp-cpu"
+depends = ["torch"]
+src = ["csrc/cpu/scale.cpp"]
+include = ["csrc/include"]
+cxx-flags = ["-DCOMPAT_FACTOR=2.0f"]
+
+[kernel.shift_cpu]
+language = "cpp-cpu"
+depends = ["torch"]
+src = ["csrc/cpu/shift.cpp", "csrc/include/compat/common.h"]
+
+[kernel.scale_hopper]
+language = "cpp-cuda"  # Hopper only: wgmma
+depends = ["torch"]
+src = ["csrc/cuda/scale_launch.cpp", "csrc/cuda/scale.cu"]
+include = ["csrc/include"]
+cuda-capabilities = ["9.0a"]
+
+[kernel.scale_blackwell]
+language = "cpp-cuda"
+depends = ["torch"]
+src = ["csrc/cuda/blackwell.cu"]
+cuda-capabilities = ["10.0a"]
+"""
+
+#: An edition-6 Rust kernel: kernel-builder builds it (with cargo, in a [tvm-ffi] kernel).
+EDITION_6_TVM_FFI_BUILD_TOML = """\
+[general]
+name = "rusty"
+version = 1
+license = "apache-2.0"
+backends = ["cpu"]
+edition = 6
+
+[tvm-ffi]
+
+[kernel.rusty_cpu]
+language = "rust-cpu"
+cargo-manifest = "rusty-cpu/Cargo.toml"
+depends = []
+src = ["rusty-cpu/Cargo.toml", "rusty-cpu/src/lib.rs"]
+"""
+
+BUILD_TOML_BY_EDITION = {4: LEGACY_BUILD_TOML, 5: EDITION_5_BUILD_TOML, 6: EDITION_6_BUILD_TOML}
 
 BINDING_H = """\
 #pragma once
@@ -331,11 +402,11 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def write_legacy_project(root: Path) -> Path:
+def write_legacy_project(root: Path, edition: int = 4) -> Path:
     return _write(
         root,
         {
-            "build.toml": LEGACY_BUILD_TOML,
+            "build.toml": BUILD_TOML_BY_EDITION[edition],
             "torch-ext/torch_binding.h": BINDING_H,
             "torch-ext/torch_binding.cpp": BINDING_CPP,
             "torch-ext/compat_ops/__init__.py": INIT_PY,

@@ -86,7 +86,7 @@ def test_reads_every_field(tmp_path: Path) -> None:
         ("version = 2", 'version = "2"', "build.toml: general.version must be an integer"),
         ("version = 2", "version = true", "build.toml: general.version must be an integer"),
         ("edition = 5", "edition = 4", "build.toml: general.edition is 4, which kscaffold cannot"),
-        ("edition = 5", "edition = 6", "general.edition is 6, which kscaffold cannot read"),
+        ("edition = 5", "edition = 7", "general.edition is 7, which kscaffold cannot read"),
         ("edition = 5", 'edition = "5"', "build.toml: general.edition must be an integer"),
         ('license = "apache-2.0"\n', "", "build.toml: [general] is missing 'license'"),
         ('name = "img2gray"', 'name = "Img2Gray"', "build.toml: general.name: Invalid kernel name"),

@@ -349,7 +349,7 @@ PLANTED: list[tuple[str, Callable[[Path], None], str, str, str, str]] = [
     (
         "op-without-cpu-impl",
         _replace(_CPU_FILE, 'm.impl("relu", ', "// m.impl(relu, "),
-        "error",
+        "warning",
         f"{_BINDING}:",
         "Op 'relu' has no cpu implementation",
         "TORCH_LIBRARY_IMPL_EXPAND(TORCH_EXTENSION_NAME, CPU, m)",

@@ -66,7 +66,7 @@ def test_check_reads_stable_abi_and_conditional_registrations(legacy: Path) -> N
     assert any("No edition" in f.message and not f.is_error for f in findings)
 
 
-def test_check_still_finds_a_registration_missing_for_one_backend(legacy: Path) -> None:
+def test_check_warns_of_a_registration_missing_for_one_backend(legacy: Path) -> None:
     binding = legacy / "torch-ext" / "torch_binding.cpp"
     # `shift` is declared where CUDA is not; declared for every backend, CUDA lacks it.
     text = binding.read_text().replace(
@@ -76,9 +76,10 @@ def test_check_still_finds_a_registration_missing_for_one_backend(legacy: Path) 
     )
     binding.write_text(text)
     findings = check_project(legacy)
-    errors = [f for f in findings if f.is_error]
-    assert len(errors) == 1, describe(findings)
-    assert "Op 'shift' has no cuda implementation" in errors[0].message
+    # The CUDA variant still loads; only calling shift on a CUDA tensor fails: a warning.
+    assert not [f for f in findings if f.is_error], describe(findings)
+    missing = [f for f in findings if "Op 'shift' has no cuda implementation" in f.message]
+    assert [f.severity for f in missing] == ["warning"], describe(findings)
 
 
 def test_check_reports_a_schema_declared_twice_in_one_branch(legacy: Path) -> None:

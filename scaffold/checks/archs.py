@@ -15,6 +15,7 @@ from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.compiler.archs import CudaArch, default_arch_list, loose_intersection
 from scaffold.compiler.toolchain import find_cuda_toolkit, nvcc_supported_archs
 from scaffold.errors import ToolchainError
+from scaffold.project.editions import kernel_table_backend
 from scaffold.vocabulary import BUILD_TOML
 
 #: The CUDA toolkits kernel-builder releases are built with, by the target lists they use.
@@ -54,7 +55,7 @@ def check_cuda_capabilities(context: Context) -> list[Finding]:
     tables = [
         (label, table)
         for label, table in context.kernels.items()
-        if table.get("backend") == "cuda" and "cuda-capabilities" in table
+        if kernel_table_backend(table) == "cuda" and "cuda-capabilities" in table
     ]
     findings: list[Finding] = []
     parsed: list[tuple[str, str, CudaArch]] = []

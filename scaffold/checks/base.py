@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from scaffold.outputs.artifacts import ArtifactScan, scan_artifacts
+from scaffold.project.editions import COMPILED_LANGUAGES, kernel_table_backend
 from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import BUILD_TOML
 
@@ -47,6 +48,8 @@ class SourceList:
     table: str
     backend: str | None
     files: tuple[str, ...]
+    #: False for an edition-6 table kernel-builder builds with cargo (``rust-cpu``).
+    compiled: bool = True
 
 
 _TOO_DEEP = "arrays or tables nest too deeply to read"
@@ -106,12 +109,13 @@ class Context:
         if isinstance(torch, dict):
             lists.append(SourceList("torch", None, _strings(torch.get("src"))))
         for label, table in self.kernels.items():
-            backend = table.get("backend")
+            language = table.get("language")
             lists.append(
                 SourceList(
                     f"kernel.{label}",
-                    backend if isinstance(backend, str) else None,
+                    kernel_table_backend(table),
                     _strings(table.get("src")),
+                    compiled=not isinstance(language, str) or language in COMPILED_LANGUAGES,
                 )
             )
         return tuple(lists)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.project.editions import LANGUAGE_EDITION
 from scaffold.project.flakepin import EDITION, pinned_input
 from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import NIX_BUILT_BACKENDS
@@ -112,7 +113,10 @@ def check_flake(context: Context) -> list[Finding]:
                     FLAKE,
                     f'kernel-builder comes from a local checkout ("{local[0]}"); releases '
                     "should build with the published one.",
-                    f'Set the input to url = "{pinned_input()}" before releasing.',
+                    "Pin a kernel-builder revision that builds edition 6 before releasing "
+                    "(`kscaffold update --edition 6 --kernel-builder REF`)."
+                    if context.general.get("edition") == LANGUAGE_EDITION
+                    else f'Set the input to url = "{pinned_input()}" before releasing.',
                 )
             )
         else:
@@ -124,15 +128,21 @@ def check_flake(context: Context) -> list[Finding]:
                 )
             )
     unpinned = [url for url in urls if url.rstrip("/") in (CURRENT_INPUT, _HTTPS_INPUT)]
+    edition = context.general.get("edition")
     for url in unpinned:
         findings.append(
             warning(
                 FLAKE,
                 f'Input url "{url}" follows kernel-builder\'s main branch, whose builder reads '
                 f"only the newest build.toml edition: the build breaks when it moves past "
-                f"edition {EDITION}.",
-                f'Pin the release that builds edition {EDITION}: url = "{pinned_input()}"; '
-                "(`kscaffold update` does it).",
+                f"edition {edition if edition == LANGUAGE_EDITION else EDITION}.",
+                (
+                    "Pin a revision that builds edition 6, e.g. the one you build with today: "
+                    "`kscaffold update --edition 6 --kernel-builder REF`."
+                    if edition == LANGUAGE_EDITION
+                    else f"Pin the release that builds edition {EDITION}: "
+                    f'url = "{pinned_input()}"; (`kscaffold update` does it).'
+                ),
             )
         )
     call = _CALL.search(text)

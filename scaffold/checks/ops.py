@@ -1,5 +1,8 @@
 """Ops: every schema has an implementation for every backend, and a Python wrapper.
 
+An op without an implementation for a backend is a warning: that backend's variant loads, and
+only calling the op there fails. A registration in a file no ``src`` list compiles is an error.
+
 Schemas and registrations count for a backend only where the preprocessor may compile them in
 that backend's variant (``#if defined(CPU_KERNEL)`` blocks, see
 :mod:`scaffold.project.preprocessor`),
@@ -9,7 +12,7 @@ and two declarations of one op in alternative ``#if``/``#else`` branches are not
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from scaffold.checks.base import Context, Finding, error, warning
 from scaffold.project.preprocessor import Build, exclusive, possible
@@ -27,6 +30,7 @@ from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     BACKEND_DISPATCH_KEYS,
     BINDING_HEADER,
+    HEADER_SUFFIXES,
     SCANNED_SUFFIXES,
     TORCH_EXT_DIR,
 )
@@ -79,11 +83,14 @@ def _is_ops_namespace(node: ast.expr) -> bool:
 
 
 def _impl_hint(backend: str, key: str, op: str, context: Context) -> str:
-    files = sorted(
-        path
-        for source_list in context.source_lists
-        if source_list.backend == backend
-        for path in source_list.files
+    files = sorted(  # a source file of the backend's tables, before any header
+        (
+            path
+            for source_list in context.source_lists
+            if source_list.backend == backend
+            for path in source_list.files
+        ),
+        key=lambda path: (PurePosixPath(path).suffix in HEADER_SUFFIXES, path),
     )
     where = f" in {files[0]}" if files else f" in the {backend} kernel's source"
     return (
@@ -230,13 +237,16 @@ def _missing_impls(
                     )
                 )
             else:
+                # The variant still loads and its other ops work, as in kernels that declare
+                # every op everywhere but implement some on one device only: not a release gate.
                 findings.append(
-                    error(
+                    warning(
                         location,
-                        f"Op '{schema.name}' has no {backend} implementation: calling it with "
-                        f'{backend} tensors fails ("Could not run ... with arguments from the '
-                        f"'{key}' backend\").",
-                        _impl_hint(backend, key, schema.name, context),
+                        f"Op '{schema.name}' has no {backend} implementation: the {backend} "
+                        f"variant loads, but calling this op with {backend} tensors fails "
+                        f"(\"Could not run ... with arguments from the '{key}' backend\").",
+                        _impl_hint(backend, key, schema.name, context)
+                        + " Or leave it, if the op is not meant for this device.",
                     )
                 )
     return findings

@@ -23,6 +23,7 @@ from scaffold.errors import InvalidOptionError, KscaffoldError
 from scaffold.grow.addop import add_op
 from scaffold.grow.create import create_project
 from scaffold.grow.evolve import EvolveReport, add_backend, update_project
+from scaffold.grow.migrate import update_edition
 from scaffold.project.buildconfig import find_project_root
 from scaffold.project.names import KNOWN_LICENSES
 from scaffold.project.spec import EXAMPLES, ProjectSpec
@@ -277,11 +278,45 @@ def add_op_command(
     console.print(f"Added the {name} op. Next: {kscaffold} test")
 
 
-@app.command(epilog=examples("kscaffold update", "kscaffold update path/to/my-kernel"))
+@app.command(
+    epilog=examples(
+        "kscaffold update",
+        "kscaffold update --edition 6 --kernel-builder 03dd3532d47037340a77a5bf23684d6d0394b73d",
+    )
+)
 @reports_errors
-def update(path: ProjectPath = None, conflict_markers: ConflictMarkers = False) -> None:
+def update(
+    path: ProjectPath = None,
+    conflict_markers: ConflictMarkers = False,
+    edition: Annotated[
+        int | None,
+        typer.Option(
+            help="Move build.toml to this edition (6), key by key, keeping comments and keys; "
+            "works on projects kscaffold did not write too."
+        ),
+    ] = None,
+    kernel_builder: Annotated[
+        str | None,
+        typer.Option(
+            "--kernel-builder",
+            metavar="REF",
+            help="The github:huggingface/kernels revision the flake builds with (a commit, tag "
+            "or branch); needed with --edition 6, which no release builds yet.",
+        ),
+    ] = None,
+) -> None:
     """Merge the installed kscaffold's template changes into a project."""
-    report = update_project(_project(path), markers=conflict_markers)
+    if edition is None:
+        if kernel_builder is not None:
+            raise InvalidOptionError(
+                "--kernel-builder moves the flake with the build.toml edition: add --edition 6."
+            )
+        report = update_project(_project(path), markers=conflict_markers)
+    else:
+        moved = update_edition(_project(path), edition, kernel_builder, markers=conflict_markers)
+        report = moved.report
+        for note in moved.notes:
+            console.print(note, markup=False)
     _print_evolve_report(report)
     console.print("Updated." if report.written or report.deleted else "Already up to date.")
 

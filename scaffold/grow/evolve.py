@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -28,6 +29,7 @@ from scaffold.grow.stableskeleton import render_stable_skeleton
 from scaffold.grow.template import kscaffold_version, render_files
 from scaffold.outputs.project_lock import holding_project_lock
 from scaffold.project.answers import ProjectAnswers, load_answers
+from scaffold.project.editions import kernel_table_backend
 from scaffold.project.schema import OpSchema, find_schemas
 from scaffold.support import gitutil
 from scaffold.vocabulary import (
@@ -169,7 +171,7 @@ def _with_skeletons(
         )
         adjusted[skeleton] = render(python_name, backend, pending).encode()
         for table_name, table in build_toml.get("kernel", {}).items():
-            if table.get("backend") == backend and table_name not in {
+            if kernel_table_backend(table) == backend and table_name not in {
                 f"{op}_{backend}" for op in added
             }:
                 sources = [] if not keep_template else [str(s) for s in table["src"]]
@@ -189,14 +191,17 @@ def evolve(
     markers: bool,
     what: str,
     skeleton_backends: set[str] | None = None,
+    rewrite: Mapping[str, Callable[[bytes], bytes]] | None = None,
 ) -> EvolveReport:
     """Merge the template change from ``answers`` to ``new_values`` into ``project``.
 
     Nothing is written when the merge meets a conflict, unless ``markers`` asks for conflict
-    markers in the files concerned.
+    markers in the files concerned. ``rewrite`` maps a file to a change made to it first, both
+    in the baseline and in the user's copy (an edition's new keys), so the template change is
+    merged onto the rewritten file and the rewrite is written even where the template has none.
     """
     with holding_project_lock(project, what, create=False):
-        return _evolve(project, answers, new_values, markers, what, skeleton_backends)
+        return _evolve(project, answers, new_values, markers, what, skeleton_backends, rewrite)
 
 
 def _evolve(
@@ -206,6 +211,7 @@ def _evolve(
     markers: bool,
     what: str,
     skeleton_backends: set[str] | None,
+    rewrite: Mapping[str, Callable[[bytes], bytes]] | None,
 ) -> EvolveReport:
     in_git = gitutil.is_inside_work_tree(project)
     if in_git and gitutil.has_uncommitted_changes(project):
@@ -222,7 +228,13 @@ def _evolve(
     after = _with_skeletons(
         project, python_name, before, render_files(new_values.values), skeleton_backends
     )
-    plan = plan_merge(project, before, after)
+    overrides: dict[str, bytes] = {}
+    for relative, change in (rewrite or {}).items():
+        if relative in before:
+            before = {**before, relative: change(before[relative])}
+        if (project / relative).is_file():
+            overrides[relative] = change((project / relative).read_bytes())
+    plan = plan_merge(project, before, after, overrides)
     if plan.conflicts and not markers:
         listing = "; ".join(conflict.describe() for conflict in plan.conflicts)
         raise MergeConflictError(

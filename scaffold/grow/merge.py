@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,13 +249,23 @@ def _merge_toml(
     return tomlkit.dumps(user_doc).encode(), conflicts
 
 
-def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes]) -> MergePlan:
-    """Plan how to carry the template change ``before`` → ``after`` into ``project``."""
+def plan_merge(
+    project: Path,
+    before: dict[str, bytes],
+    after: dict[str, bytes],
+    overrides: Mapping[str, bytes] | None = None,
+) -> MergePlan:
+    """Plan how to carry the template change ``before`` → ``after`` into ``project``.
+
+    ``overrides`` stand for the user's copy of a file (already rewritten in memory); each is
+    written even where the template does not change that file.
+    """
     plan = MergePlan()
+    overrides = overrides or {}
     for relative in sorted(set(before) | set(after)):
         old, new = before.get(relative), after.get(relative)
         target = project / relative
-        mine = target.read_bytes() if target.is_file() else None
+        mine = overrides.get(relative, target.read_bytes() if target.is_file() else None)
         if old == new:
             continue  # the template did not change this file: whatever the user has stays
         if relative == ANSWERS_FILE and new is not None:
@@ -302,4 +312,10 @@ def plan_merge(project: Path, before: dict[str, bytes], after: dict[str, bytes])
         else:
             plan.conflicts.append(conflict)
             plan.marked[relative] = merged
+    conflicted = {conflict.path for conflict in plan.conflicts}
+    for relative, data in overrides.items():
+        target = project / relative
+        on_disk = target.read_bytes() if target.is_file() else None
+        if relative not in plan.writes and relative not in conflicted and data != on_disk:
+            plan.writes[relative] = data
     return plan

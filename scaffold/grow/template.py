@@ -67,12 +67,15 @@ def render(answers: dict[str, Any], destination: Path) -> None:
 def _copy(answers: dict[str, Any], destination: Path) -> None:
     import copier  # imported here: building and cleaning never need copier
 
-    # The build.toml edition and the kernel-builder release the flake pins move together.
+    # The build.toml edition and the kernel-builder release the flake pins move together; a
+    # project moved to an edition no release builds yet records both in its answers.
+    edition = answers.get("edition", EDITION)
     data = {
         **answers,
         "kscaffold_version": kscaffold_version(),
-        "edition": EDITION,
-        "kernel_builder_ref": PINS[EDITION],
+        "edition": edition,
+        "kernel_builder_ref": answers.get("kernel_builder_ref") or PINS[edition],
+        "record_builder": "kernel_builder_ref" in answers,
     }
     with warnings.catch_warnings():
         # The template is a plain folder, never a git checkout: copier's VCS warnings don't apply.

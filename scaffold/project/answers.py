@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
+from scaffold.project.flakepin import EDITIONS_WRITTEN, check_ref
 from scaffold.project.names import OpName, check_op_name_free
 from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
 from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, CPP_LANGUAGE, OP_KINDS
@@ -40,7 +41,8 @@ class ProjectAnswers:
         return ProjectAnswers({**self.values, **changes}, self.kscaffold_version)
 
 
-#: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived.
+#: The answers a project's file holds: what ``kscaffold new`` asks, nothing derived, and the
+#: build.toml edition with the kernel-builder revision a project moved off the release records.
 ANSWER_KEYS = (
     "name",
     "backends",
@@ -51,7 +53,10 @@ ANSWER_KEYS = (
     "language",
     "ops",
     "stable_abi",
+    "edition",
+    "kernel_builder_ref",
 )
+_BUILDER_KEYS = ("edition", "kernel_builder_ref")
 _REQUIRED_KEYS = ("name", "backends", "example")
 
 
@@ -111,7 +116,31 @@ def load_answers(project: Path) -> ProjectAnswers:
         )
     ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
     _check_op_names(path, ops, str(answers["name"]).replace("-", "_"))
-    return ProjectAnswers({**answers, "ops": ops}, version)
+    return ProjectAnswers({**answers, **_builder(path, values), "ops": ops}, version)
+
+
+def _builder(path: Path, values: dict[str, Any]) -> dict[str, Any]:
+    """``edition`` and ``kernel_builder_ref``: both or neither, an edition kscaffold writes."""
+    recorded = {key: values[key] for key in _BUILDER_KEYS if key in values}
+    if not recorded:
+        return {}
+    edition, ref = recorded.get("edition"), recorded.get("kernel_builder_ref")
+    if (
+        len(recorded) != len(_BUILDER_KEYS)
+        or isinstance(edition, bool)
+        or edition not in EDITIONS_WRITTEN
+        or not isinstance(ref, str)
+    ):
+        raise AnswersError(
+            f"{path}: edition and kernel_builder_ref go together (edition one of "
+            f"{', '.join(map(str, EDITIONS_WRITTEN))}, a revision of kernel-builder): "
+            "restore them from git, or run `kscaffold update --edition 6 --kernel-builder REF`."
+        )
+    try:
+        check_ref(ref)
+    except KscaffoldError as error:
+        raise AnswersError(f"{path}: kernel_builder_ref: {error}") from error
+    return {"edition": edition, "kernel_builder_ref": ref}
 
 
 def _name_the_bad_op_entry(path: Path, ops: object) -> None:

@@ -1,4 +1,4 @@
-"""Read a project's ``build.toml`` (kernel-builder editions 4 and 5) into typed values.
+"""Read a project's ``build.toml`` (kernel-builder editions 4, 5 and 6) into typed values.
 
 Shared by ``kscaffold build``, ``clean`` and ``check``, so it knows nothing about compiling.
 Every problem is a :class:`BuildConfigError` naming the key at fault, in the form
@@ -7,9 +7,11 @@ refused rather than ignored, so a misspelt ``cuda-capabilites`` cannot silently 
 
 Editions follow kernel-builder's parser: a file without ``general.edition`` is edition 4 (the
 format most existing projects use; kernel-builder upgrades it in memory), ``edition = 5`` is the
-current one. Edition 4 lacks ``kernel-depends`` and ``[general.tpu]`` and takes ``stable-abi``
-as one version for every backend. Any other edition is refused: the parser of kernels 0.17.2
-and of kernel-builder's sources read here knows no other.
+one kernels 0.17.2 reads, and ``edition = 6`` the one kernel-builder's later builder demands.
+Edition 4 lacks ``kernel-depends`` and ``[general.tpu]`` and takes ``stable-abi`` as one version
+for every backend; edition 6 differs from 5 only in how a kernel table names its backend
+(:mod:`scaffold.project.editions`). The three build the same variants from the same sources.
+Any other edition is refused, as kernel-builder refuses it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from scaffold.errors import BuildConfigError, InvalidNameError, NotAProjectError
+from scaffold.project.editions import (
+    COMPILED_LANGUAGES,
+    LANGUAGE_EDITION,
+    LANGUAGE_KEYS,
+    LANGUAGE_REQUIRED,
+    LANGUAGES,
+)
 from scaffold.project.names import KernelName
 from scaffold.support.safefs import has_control_character, leaves_project
 from scaffold.vocabulary import BUILD_TOML, KNOWN_BACKENDS, TORCH_EXT_DIR
 
 #: The editions kscaffold reads; a file without ``edition`` is edition 4.
-EDITIONS: tuple[int, ...] = (4, 5)
+EDITIONS: tuple[int, ...] = (4, 5, 6)
 LEGACY_EDITION = 4
 
 #: The framework tables a project declares exactly one of, and what kscaffold builds of them.
@@ -41,11 +50,14 @@ _GENERAL_KEYS = {
         "hub", "cuda", "xpu", "neuron",
     },
 }  # fmt: skip
+# Edition 6 keeps edition 5's [general] tables and keys (kernels-common config v6).
+_GENERAL_KEYS[6] = _GENERAL_KEYS[5]
 _HUB_KEYS = {"repo-id", "branch"}
 _GENERAL_CUDA_KEYS = {
     5: {"minver", "maxver", "python-depends", "kernel-depends"},
     4: {"minver", "maxver", "python-depends"},
 }
+_GENERAL_CUDA_KEYS[6] = _GENERAL_CUDA_KEYS[5]
 _GENERAL_OTHER_KEYS = {
     5: {
         "xpu": {"python-depends", "kernel-depends"},
@@ -54,6 +66,7 @@ _GENERAL_OTHER_KEYS = {
     },
     4: {"xpu": {"python-depends"}, "neuron": {"python-depends"}},
 }
+_GENERAL_OTHER_KEYS[6] = _GENERAL_OTHER_KEYS[5]
 _TORCH_KEYS = {"src", "include", "pyext", "minver", "maxver", "cxx-flags", "stable-abi"}
 # kernel-builder spells these two with underscores, unlike every other key.
 _NOARCH_KEYS = {"pyext", "cuda_capabilities", "rocm_archs"}
@@ -113,6 +126,8 @@ class KernelSection:
     cuda_capabilities: tuple[str, ...] | None
     #: ``cuda-minver``: the oldest CUDA toolkit that builds the table, e.g. ``(12, 8)``.
     cuda_minver: tuple[int, ...] | None = None
+    #: Edition 6's ``language`` (``cpp-cuda``, ``rust-cpu``, ...); None in editions 4 and 5.
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,7 @@ class BuildConfig:
     kernels: tuple[KernelSection, ...]
     #: ``general.<backend>.kernel-depends``, added to the general ones in that backend's variant.
     backend_kernel_depends: Mapping[str, tuple[KernelDependency, ...]] = field(default_factory=dict)
-    #: 4 for a file without ``edition`` (kernel-builder's legacy format), else 5.
+    #: 4 for a file without ``edition`` (kernel-builder's legacy format), else 5 or 6.
     edition: int = 5
     #: Which framework table the project has: ``torch``, ``torch-noarch`` or ``tvm-ffi``.
     framework: str = "torch"
@@ -340,12 +355,12 @@ def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
         edition = LEGACY_EDITION
     elif isinstance(edition_value, bool) or not isinstance(edition_value, int):
         raise BuildConfigError(f"{BUILD_TOML}: general.edition must be an integer")
-    elif edition_value != EDITIONS[-1]:
+    elif edition_value not in EDITIONS or edition_value == LEGACY_EDITION:
         raise BuildConfigError(
             f"{BUILD_TOML}: general.edition is {edition_value}, which kscaffold cannot read: "
-            "like the build.toml parser of kernels 0.17.2, it reads edition = 5, and the legacy "
-            "format (4) only when [general] has no edition key; set edition = 5 "
-            "(kernel-builder update-build converts a legacy file)"
+            "it reads edition = 5 and 6, and the legacy format (4) only when [general] has no "
+            "edition key; set edition = 5, or move the file to 6 with "
+            "`kscaffold update --edition 6 --kernel-builder REF`"
         )
     else:
         edition = edition_value
@@ -391,6 +406,7 @@ def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
     kernel_tables = top.data.get("kernel", {})
     if not isinstance(kernel_tables, dict):
         raise BuildConfigError(f"{BUILD_TOML}: kernel must be tables such as [kernel.my_op_cuda]")
+    parse_kernel = _parse_kernel_v6 if edition >= LANGUAGE_EDITION else _parse_kernel
     return BuildConfig(
         project=project,
         name=name,
@@ -404,7 +420,8 @@ def _parse(project: Path, data: dict[str, object]) -> BuildConfig:
         hub_repo_id=hub.opt_str("repo-id") if hub is not None else None,
         torch=torch,
         kernels=tuple(
-            _parse_kernel(label, data, backends, edition) for label, data in kernel_tables.items()
+            parse_kernel(label, data, backends, edition, framework)
+            for label, data in kernel_tables.items()
         ),
         edition=edition,
         framework=framework,
@@ -429,7 +446,8 @@ def _parse_framework(top: _Table, framework: str, edition: int) -> TorchSection:
     if framework == "tvm-ffi":
         tvm = top.req_table(framework, _TVM_FFI_KEYS)
         return TorchSection(
-            src=tvm.req_paths("src"),
+            # Edition 6 lets a Rust-only kernel leave out the C++ bindings' src.
+            src=tvm.opt_paths("src") if edition >= LANGUAGE_EDITION else tvm.req_paths("src"),
             include=tvm.opt_paths("include"),
             pyext=tvm.opt_str_list("pyext") or ("py", "pyi"),
             cxx_flags=tvm.opt_str_list("cxx-flags") or (),
@@ -473,7 +491,7 @@ def _parse_stable_abi(torch: _Table, edition: int) -> dict[str, tuple[int, int]]
 
 
 def _parse_kernel(
-    label: str, data: object, backends: tuple[str, ...], edition: int
+    label: str, data: object, backends: tuple[str, ...], edition: int, framework: str
 ) -> KernelSection:
     path = f"kernel.{label}"
     if not isinstance(data, dict):
@@ -496,6 +514,56 @@ def _parse_kernel(
         cuda_flags=table.opt_str_list("cuda-flags") or (),
         cuda_capabilities=table.opt_str_list("cuda-capabilities"),
         cuda_minver=table.opt_version("cuda-minver"),
+    )
+
+
+def _parse_kernel_v6(
+    label: str, data: object, backends: tuple[str, ...], edition: int, framework: str
+) -> KernelSection:
+    """An edition-6 table: ``language = "cpp-<backend>"`` names the backend and its keys."""
+    path = f"kernel.{label}"
+    if not isinstance(data, dict):
+        raise BuildConfigError(f"{BUILD_TOML}: {path} must be a table")
+    if "language" not in data and "backend" in data:
+        raise BuildConfigError(
+            f"{BUILD_TOML}: [{path}] has 'backend', which edition 6 replaced with "
+            f'language = "cpp-<backend>" (`kscaffold update --edition 6` rewrites it)'
+        )
+    language = _Table(path, data, None).req_str("language")
+    if language not in LANGUAGES:
+        raise BuildConfigError(
+            f"{BUILD_TOML}: {path}.language: '{language}' is not a kernel language of edition 6 "
+            f"(use one of {', '.join(LANGUAGES)})"
+        )
+    if language not in COMPILED_LANGUAGES and framework != "tvm-ffi":
+        # kernel-builder's own rule; kscaffold builds neither Rust kernels nor [tvm-ffi] ones.
+        raise BuildConfigError(
+            f'{BUILD_TOML}: [{path}] language = "{language}" needs a [tvm-ffi] kernel '
+            "(kernel-builder refuses it elsewhere), and kscaffold does not build Rust kernels: "
+            "build it with kernel-builder"
+        )
+    backend = LANGUAGES[language]
+    if backend not in backends:
+        raise BuildConfigError(
+            f"{BUILD_TOML}: {path}.language is '{language}', whose backend '{backend}' "
+            "general.backends does not list"
+        )
+    table = _Table(path, data, {"language", *LANGUAGE_KEYS[language]}, edition)
+    for key in LANGUAGE_REQUIRED[language]:
+        table._required(key)
+    if language not in COMPILED_LANGUAGES:
+        table.req_str("cargo-manifest")
+    return KernelSection(
+        label=label,
+        backend=backend,
+        depends=table.req_str_list("depends"),
+        src=table.req_paths("src"),
+        include=table.opt_paths("include"),
+        cxx_flags=table.opt_str_list("cxx-flags") or (),
+        cuda_flags=table.opt_str_list("cuda-flags") or (),
+        cuda_capabilities=table.opt_str_list("cuda-capabilities"),
+        cuda_minver=table.opt_version("cuda-minver"),
+        language=language,
     )
 
 
