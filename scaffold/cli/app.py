@@ -111,6 +111,7 @@ def root(
     epilog=examples(
         "kscaffold new my-kernel",
         "kscaffold new img2gray --example img2gray --owner my-org --dest kernels/img2gray",
+        "kscaffold new rms-norm --schema '(Tensor x, Tensor weight, float eps=1e-6) -> Tensor'",
     )
 )
 @reports_errors
@@ -130,17 +131,29 @@ def new(
         str, typer.Option(help=f"License id ({', '.join(KNOWN_LICENSES[:4])}, ...).")
     ] = "apache-2.0",
     version: Annotated[int, typer.Option(help="Major version of the kernel's API.")] = 1,
+    schema: Annotated[str | None, typer.Option(help=SCHEMA_HELP)] = None,
     git: Annotated[bool, typer.Option(help="git init and commit the new project.")] = True,
     force: Annotated[bool, typer.Option(help="Write into an existing non-empty folder.")] = False,
 ) -> None:
     """Create a new kernel project from kscaffold's template."""
     spec = ProjectSpec.parse(
-        name, backends=backends, example=example, owner=owner, license=license, version=version
+        name,
+        backends=backends,
+        example=example,
+        owner=owner,
+        license=license,
+        version=version,
+        schema=schema,
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
     console.print(f"Next: {next_steps(project)}")
 
+
+SCHEMA_HELP = (
+    "The op's schema, '(Tensor x, float eps=1e-6) -> Tensor' (any the dispatcher accepts): "
+    "kscaffold generates its skeletons, wrapper, fake, tests and benchmark from it."
+)
 
 ProjectPath = Annotated[
     Path | None,
@@ -206,7 +219,11 @@ def add_backend_command(
 
 @app.command(
     "add-op",
-    epilog=examples("kscaffold add-op scale", "kscaffold add-op to_gray --like img2gray"),
+    epilog=examples(
+        "kscaffold add-op scale",
+        "kscaffold add-op to_gray --like img2gray",
+        "kscaffold add-op rms_norm --schema '(Tensor x, Tensor weight, float eps=1e-6) -> Tensor'",
+    ),
 )
 @reports_errors
 def add_op_command(
@@ -219,10 +236,11 @@ def add_op_command(
             "without it, every backend gets a skeleton that raises until written."
         ),
     ] = None,
+    schema: Annotated[str | None, typer.Option(help=SCHEMA_HELP)] = None,
     conflict_markers: ConflictMarkers = False,
 ) -> None:
     """Add an op to every backend of a project, keeping every edit you made."""
-    report = add_op(_project(path), name, like=like, markers=conflict_markers)
+    report = add_op(_project(path), name, like=like, schema=schema, markers=conflict_markers)
     _print_evolve_report(report)
     _, kscaffold = tool_commands()
     console.print(f"Added the {name} op. Next: {kscaffold} test")

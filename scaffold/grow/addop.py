@@ -17,19 +17,41 @@ from scaffold.grow.evolve import EvolveReport, evolve
 from scaffold.project.answers import load_answers
 from scaffold.project.names import OpName
 from scaffold.project.schema import find_schemas
-from scaffold.vocabulary import LIKE_KINDS, OP_VARIANT_SUFFIXES, SKELETON_KIND
+from scaffold.project.signature import describe, split_name
+from scaffold.project.spec import OpEntry
+from scaffold.vocabulary import LIKE_KINDS, OP_VARIANT_SUFFIXES, SCHEMA_KIND, SKELETON_KIND
 
 
 def add_op(
-    project: Path, name: str, *, like: str | None = None, markers: bool = False
+    project: Path,
+    name: str,
+    *,
+    like: str | None = None,
+    schema: str | None = None,
+    markers: bool = False,
 ) -> EvolveReport:
     """Add the op ``name`` to every backend of ``project``, keeping every edit the user made.
 
     ``like`` starts the op from a working op of the template (``relu`` or ``img2gray``, with
     its math under the new name); without it, each backend gets a skeleton that compiles,
-    registers the op, checks its inputs and raises naming the file to write.
+    registers the op, checks its inputs and raises naming the file to write. ``schema``
+    (``(args) -> returns``) makes that skeleton, its wrapper, fake, tests and benchmark for the
+    schema; it is checked before anything is written.
     """
     op = OpName(name)
+    if schema is not None:
+        if like is not None:
+            raise InvalidOptionError(
+                "Give --like or --schema, not both: --like copies a template op with its own "
+                "schema."
+            )
+        named, schema = split_name(schema)
+        if named is not None and named != op.name:
+            raise InvalidOptionError(
+                f"The schema names the op '{named}' but the command adds '{op.name}': leave the "
+                "name out of --schema, or make them the same."
+            )
+        describe(op.name, schema)
     if like is not None and like not in LIKE_KINDS:
         raise InvalidOptionError(
             f"Unknown --like '{like}': start the op from one of {', '.join(LIKE_KINDS)}, "
@@ -52,7 +74,8 @@ def add_op(
                 f"kscaffold would declare for '{op.name}': choose another name."
             )
     ops = [*(entry.as_answer() for entry in answers.ops)]
-    ops.append({"name": op.name, "kind": like or SKELETON_KIND})
+    kind = SCHEMA_KIND if schema is not None else like or SKELETON_KIND
+    ops.append(OpEntry(op.name, kind, schema).as_answer())
     return evolve(
         project,
         answers,

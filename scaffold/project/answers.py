@@ -10,8 +10,9 @@ import yaml
 
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
 from scaffold.project.names import OpName
+from scaffold.project.signature import describe
 from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
-from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, OP_KINDS
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, OP_KINDS, SCHEMA_KIND
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,10 @@ class ProjectAnswers:
     def ops(self) -> tuple[OpEntry, ...]:
         """The project's ops in the order they were added (projects made before add-op: one)."""
         recorded = self.values.get("ops") or default_ops(self.values.get("example"))
-        return tuple(OpEntry(str(entry["name"]), str(entry["kind"])) for entry in recorded)
+        return tuple(
+            OpEntry(str(entry["name"]), str(entry["kind"]), entry.get("schema"))
+            for entry in recorded
+        )
 
     def with_values(self, **changes: Any) -> ProjectAnswers:
         return ProjectAnswers({**self.values, **changes}, self.kscaffold_version)
@@ -93,9 +97,31 @@ def load_answers(project: Path) -> ProjectAnswers:
             f"{{name: ..., kind: ...}} with a kind among {', '.join(OP_KINDS)}; "
             "restore it from git."
         )
-    ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
     _check_op_names(path, ops)
+    ops = [_op_entry(path, entry).as_answer() for entry in ops]
     return ProjectAnswers({**answers, "ops": ops}, version)
+
+
+def _op_entry(path: Path, entry: dict[str, Any]) -> OpEntry:
+    """The recorded op; one of kind ``schema`` carries a schema that ``add-op --schema`` accepts."""
+    schema = entry.get("schema")
+    if entry["kind"] != SCHEMA_KIND:
+        if schema is not None:
+            raise AnswersError(
+                f"{path}: 'ops': {entry['name']} is of kind {entry['kind']}, which takes no "
+                "schema: restore it from git."
+            )
+        return OpEntry(entry["name"], entry["kind"])
+    if not isinstance(schema, str):
+        raise AnswersError(
+            f"{path}: 'ops': {entry['name']} is of kind {SCHEMA_KIND} but records no schema "
+            "string: restore it from git."
+        )
+    try:
+        describe(entry["name"], schema)
+    except KscaffoldError as error:
+        raise AnswersError(f"{path}: 'ops': {error}") from error
+    return OpEntry(entry["name"], entry["kind"], schema)
 
 
 def _check_op_names(path: Path, ops: list[dict[str, str]]) -> None:

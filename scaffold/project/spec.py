@@ -11,19 +11,33 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scaffold.errors import InvalidOptionError
-from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
-from scaffold.vocabulary import DEFAULT_BACKENDS, DEFAULT_OP
+from scaffold.project.names import (
+    KernelName,
+    OpName,
+    parse_backends,
+    parse_license,
+    parse_repo_owner,
+)
+from scaffold.project.signature import describe, split_name
+from scaffold.vocabulary import DEFAULT_BACKENDS, DEFAULT_OP, SCHEMA_KIND
 
 
 @dataclass(frozen=True)
 class OpEntry:
-    """One op of a project, as the answers record it: its name and the kind it was made from."""
+    """One op of a project, as the answers record it: its name and the kind it was made from.
+
+    An op of kind ``schema`` also records the schema it was generated from (``(args) -> returns``).
+    """
 
     name: str
     kind: str
+    schema: str | None = None
 
     def as_answer(self) -> dict[str, str]:
-        return {"name": self.name, "kind": self.kind}
+        answer = {"name": self.name, "kind": self.kind}
+        if self.schema is not None:
+            answer["schema"] = self.schema
+        return answer
 
 
 def default_ops(example: str | None) -> list[dict[str, str]]:
@@ -49,6 +63,8 @@ class ProjectSpec:
     license: str = "apache-2.0"
     version: int = 1
     extra_answers: dict[str, Any] = field(default_factory=dict)
+    #: The first op when it is generated from a schema (``new --schema``), else None.
+    schema_op: OpEntry | None = None
 
     @classmethod
     def parse(
@@ -60,8 +76,13 @@ class ProjectSpec:
         owner: str | None = None,
         license: str = "apache-2.0",
         version: int = 1,
+        schema: str | None = None,
     ) -> ProjectSpec:
-        """Validate raw user input (as typed on the command line) into a spec."""
+        """Validate raw user input (as typed on the command line) into a spec.
+
+        ``schema`` makes the first op from an op schema (``[op_name](args) -> returns``; the op
+        is named after the kernel when the schema names none).
+        """
         if example is not None and example not in EXAMPLES:
             raise InvalidOptionError(
                 f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
@@ -71,13 +92,26 @@ class ProjectSpec:
                 f"Invalid version {version}: use a positive integer such as 1 (at most "
                 f"{MAX_VERSION}, the largest integer TOML holds)."
             )
+        kernel = KernelName(name)
+        schema_op = None
+        if schema is not None:
+            if example is not None:
+                raise InvalidOptionError(
+                    "Give --example or --schema, not both: the first op is either the worked "
+                    "example or one generated from your schema."
+                )
+            op_name, text = split_name(schema)
+            op_name = OpName(op_name or kernel.name.replace("-", "_")).name
+            describe(op_name, text)
+            schema_op = OpEntry(op_name, SCHEMA_KIND, text)
         return cls(
-            name=KernelName(name),
+            name=kernel,
             backends=parse_backends(list(backends) if not isinstance(backends, str) else backends),
             example=example,
             owner=parse_repo_owner(owner) if owner else None,
             license=parse_license(license),
             version=version,
+            schema_op=schema_op,
         )
 
     def answers(self) -> dict[str, Any]:
@@ -89,6 +123,8 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
-            "ops": default_ops(self.example),
+            "ops": (
+                [self.schema_op.as_answer()] if self.schema_op else default_ops(self.example)
+            ),
             **self.extra_answers,
         }
