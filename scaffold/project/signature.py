@@ -16,8 +16,10 @@ C++ type for a CPU/CUDA kernel, its Python annotation and default, and a sample 
 
 from __future__ import annotations
 
+import json
 import keyword
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,7 +204,8 @@ _TAKEN = frozenset({"at", "c10", "std", "torch", "ops", "Sequence", "add_op_name
 
 def _literal(default: str, base: BaseTy, where: str) -> str:
     """The Python literal of a scalar default, or a SchemaError naming it."""
-    bad = SchemaError(f"{where}: default '{default}' is not a {base.name}.")
+    article = "an" if base.name[0] in "aeiou" else "a"
+    bad = SchemaError(f"{where}: default '{default}' is not {article} {base.name}.")
     if base in (BaseTy.int, BaseTy.SymInt):
         if not re.fullmatch(r"-?\d+", default):
             raise bad
@@ -220,7 +223,7 @@ def _literal(default: str, base: BaseTy, where: str) -> str:
     if base == BaseTy.str:
         if not re.fullmatch(r"\"[^\"\\]*\"|'[^'\\]*'", default):
             raise bad
-        return repr(default[1:-1])
+        return json.dumps(default[1:-1])  # double quotes, as ruff format writes them
     if base == BaseTy.Scalar:
         if default in ("True", "False"):
             return default
@@ -338,7 +341,8 @@ def describe(name: str, text: str) -> dict[str, Any]:
         if arg["name"] in seen:
             raise SchemaError(f"{where}: two arguments are named '{arg['name']}'.")
         seen.add(arg["name"])
-    aliases: dict[str, str] = {}
+    aliases: dict[str, str] = {}  # alias letter -> argument
+    aliases_of = {a["name"]: a["alias"] for a in args}
     for arg in args:
         if arg["alias"] is not None:
             if arg["alias"] in aliases:
@@ -359,12 +363,24 @@ def describe(name: str, text: str) -> dict[str, Any]:
     if len(set(return_names)) != len(return_names):
         raise SchemaError(f"{where}: two returns share a name.")
     aliased = [r for r in returns if r["alias"]]
+    outs = [a["name"] for a in args if a["keyword_only"] and a["mutated"]]
+    if outs and returns and [r["alias"] for r in returns] != outs:
+        raise SchemaError(
+            f"{where}: an op with keyword-only mutated (out=) arguments returns them all, in "
+            f"order, as '{', '.join(f'Tensor({aliases_of[name]}!)' for name in outs)}', or "
+            "returns nothing ('-> ()')."
+        )
     like = f"{first['name']}[0]" if first["kind"] == "tensor_list" else first["name"]
     fake_results = [r["alias"] or f"torch.empty_like({like})" for r in returns]
     cpp_types = [r["cpp"] for r in returns]
     py_types = [r["py"] for r in returns]
+    schema = f"{name}{parts.text()}"
     return {
-        "schema": f"{name}{parts.text()}",
+        "schema": schema,
+        # The schema in docstrings, indented 8 columns: lines that keep to ruff's 100.
+        "schema_lines": textwrap.wrap(
+            schema, width=92, break_long_words=False, break_on_hyphens=False
+        ),
         "args": args,
         "returns": returns,
         "tensors": [a for a in args if a["kind"] != "value"],
