@@ -165,9 +165,7 @@ BAD_SCHEMAS = {
 }
 
 
-@pytest.mark.parametrize(
-    ("schema", "message"), list(BAD_SCHEMAS.values()), ids=list(BAD_SCHEMAS)
-)
+@pytest.mark.parametrize(("schema", "message"), list(BAD_SCHEMAS.values()), ids=list(BAD_SCHEMAS))
 def test_bad_schemas_are_refused_in_one_line_naming_the_part(schema: str, message: str) -> None:
     with pytest.raises(SchemaError, match=message) as refused:
         describe("op", schema)
@@ -413,9 +411,9 @@ def test_schema_ops_build_and_their_generated_tests_run(grown: Grown, tmp_path: 
     assert not re.search(r"\d+ (failed|errors?)\b", summary), output
     # relu's suite passes; each schema op's cases wait for its skeleton, and fail only there.
     waiting = [line for line in output.splitlines() if line.startswith("XFAIL")]
-    assert waiting and all(
-        any(f"test_{name}.py" in line for name in OPS) for line in waiting
-    ), output
+    assert waiting and all(any(f"test_{name}.py" in line for name in OPS) for line in waiting), (
+        output
+    )
     failures = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--runxfail", "-p", "no:cacheprovider", "tests"],
         cwd=project,

@@ -87,8 +87,11 @@ def split_top_level(text: str, separator: str = ",") -> list[str]:
 
 
 def _normalise(part: str) -> str:
-    """One argument or return in torchgen's spacing: ``Tensor( a! )  x = [1, 2]`` ->
-    ``Tensor(a!) x=[1,2]`` (torchgen splits on ``", "`` and compares its output with its input)."""
+    """One argument or return in torchgen's spacing: ``Tensor(a!) x=[1,2]``.
+
+    torchgen splits on ``", "`` and compares what it prints with what it read, so
+    ``Tensor( a! )  x = [1, 2]`` must reach it as above.
+    """
     left, equals, default = part.partition("=")
     left = re.sub(r"\s*([()\[\]?!|])\s*", r"\1", re.sub(r"\s+", " ", left).strip())
     left = re.sub(r"([)\]?])(?=[A-Za-z_]\w*$)", r"\1 ", left)  # `Tensor(a!)x`: name the name
@@ -116,8 +119,10 @@ def _tg_error(error: Exception) -> str:
 
 
 def split_name(schema: str) -> tuple[str | None, str]:
-    """``("rms_norm", "(Tensor x) -> Tensor")`` for ``rms_norm(Tensor x) -> Tensor``; the name is
-    None when the schema starts at its argument list."""
+    """The op name a schema starts with (None if it starts at ``(``), and the rest.
+
+    ``rms_norm(Tensor x) -> Tensor`` gives ``("rms_norm", "(Tensor x) -> Tensor")``.
+    """
     text = schema.strip()
     open_paren = text.find("(")
     name = text[:open_paren].strip() if open_paren > 0 else ""
@@ -152,7 +157,9 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
         try:
             TgArgument.parse(arg)
         except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
-            raise SchemaError(f"{where}: cannot read argument '{raw}': {_tg_error(error)}.") from error
+            raise SchemaError(
+                f"{where}: cannot read argument '{raw}': {_tg_error(error)}."
+            ) from error
         if " " not in arg:
             raise SchemaError(f"{where}: argument '{raw}' has no name.")
     try:
@@ -168,7 +175,9 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
         try:
             (ret,) = parse_returns(_normalise(raw))
         except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
-            raise SchemaError(f"{where}: cannot read return '{raw}': {_tg_error(error)}.") from error
+            raise SchemaError(
+                f"{where}: cannot read return '{raw}': {_tg_error(error)}."
+            ) from error
         returns.append(ret)
     positional = tuple(parsed.flat_positional)
     keyword_only = tuple(parsed.flat_kwarg_only) + tuple(parsed.out)
@@ -277,8 +286,13 @@ def _map_type(
     if t == BaseType(BaseTy.Tensor):
         if default is not None:
             raise SchemaError(f"{here}: a Tensor has no default; make it 'Tensor?' for None.")
-        return ("tensor", "at::Tensor&" if mutated else "const at::Tensor&", "torch.Tensor",
-                tensor, None)
+        return (
+            "tensor",
+            "at::Tensor&" if mutated else "const at::Tensor&",
+            "torch.Tensor",
+            tensor,
+            None,
+        )
     if isinstance(t, OptionalType):
         if default is not None and default != "None":
             inner = _map_type(t.elem, mutated, default, here)  # validates the default
@@ -286,8 +300,13 @@ def _map_type(
         else:
             value = "None" if default is not None else None
         if t.elem == BaseType(BaseTy.Tensor):
-            return ("optional_tensor", "const std::optional<at::Tensor>&",
-                    "torch.Tensor | None", tensor, value)
+            return (
+                "optional_tensor",
+                "const std::optional<at::Tensor>&",
+                "torch.Tensor | None",
+                tensor,
+                value,
+            )
         if isinstance(t.elem, BaseType) and t.elem.name in _SCALARS:
             cpp, py, sample = _SCALARS[t.elem.name]
             cpp = cpp.removeprefix("const ").removesuffix("&")
@@ -313,8 +332,13 @@ def _map_type(
             else:
                 raise SchemaError(f"{here}: a {t} has no default.")
         if t.elem == BaseType(BaseTy.Tensor):
-            return ("tensor_list", "at::TensorList", "Sequence[torch.Tensor]",
-                    f"[{tensor}, {tensor}]", default)
+            return (
+                "tensor_list",
+                "at::TensorList",
+                "Sequence[torch.Tensor]",
+                f"[{tensor}, {tensor}]",
+                default,
+            )
         if isinstance(t.elem, BaseType) and t.elem.name in _LISTS:
             cpp, py, sample = _LISTS[t.elem.name]
             return ("value", cpp, py, sample, default)
@@ -405,11 +429,17 @@ def describe(name: str, text: str) -> dict[str, Any]:
         "fake_return": ", ".join(fake_results) if fake_results else None,
         "mutated": [a["name"] for a in args if a["mutated"]],
         "cpp_return": (
-            "void" if not cpp_types else cpp_types[0] if len(cpp_types) == 1
+            "void"
+            if not cpp_types
+            else cpp_types[0]
+            if len(cpp_types) == 1
             else f"std::tuple<{', '.join(cpp_types)}>"
         ),
         "py_return": (
-            "None" if not py_types else py_types[0] if len(py_types) == 1
+            "None"
+            if not py_types
+            else py_types[0]
+            if len(py_types) == 1
             else f"tuple[{', '.join(py_types)}]"
         ),
         "mutates": bool(aliases),

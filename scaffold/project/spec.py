@@ -123,8 +123,6 @@ class ProjectSpec:
             "owner": self.owner or "",
             "license": self.license,
             "version": self.version,
-            "ops": (
-                [self.schema_op.as_answer()] if self.schema_op else default_ops(self.example)
-            ),
+            "ops": ([self.schema_op.as_answer()] if self.schema_op else default_ops(self.example)),
             **self.extra_answers,
         }
