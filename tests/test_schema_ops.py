@@ -13,6 +13,7 @@ import ast
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from scaffold.cli import app
 from scaffold.compiler import build_project
 from scaffold.errors import AnswersError, InvalidNameError, InvalidOptionError, SchemaError
 from scaffold.grow.addop import add_op
-from scaffold.grow.evolve import BASELINE_REF
+from scaffold.grow.evolve import BASELINE_REF, add_backend
 from scaffold.grow.template import render_files
 from scaffold.project.answers import load_answers
 from scaffold.project.schema import parse_schema
@@ -426,3 +427,19 @@ def test_schema_ops_build_and_their_generated_tests_run(grown: Grown, tmp_path: 
         kind in ("NotImplementedError", "OpCheckError") and "no CPU implementation yet" in text
         for kind, text in reasons
     ), failures
+
+
+def test_add_backend_gives_a_schema_op_its_skeleton_on_the_new_backend(tmp_path: Path) -> None:
+    project = new_project(tmp_path / "my-kernel", backends=["cpu"])
+    add_op(project, "rotary", schema="(Tensor(a!) q, Tensor(b!) k, Tensor cos, Tensor sin) -> ()")
+    commit_all(project, ".", message="add rotary")
+    add_backend(project, "cuda")
+    source = (project / "csrc" / "cuda" / "rotary.cu").read_text()
+    assert (
+        "void rotary_cuda(at::Tensor& q, at::Tensor& k, const at::Tensor& cos, "
+        "const at::Tensor& sin) {" in source
+    )
+    assert "OptionalCUDAGuard device_guard(q.device());" in source
+    config = tomllib.loads((project / "build.toml").read_text())
+    assert config["kernel"]["rotary_cuda"]["src"] == ["csrc/cuda/rotary.cu"]
+    assert [str(f) for f in check_project(project) if f.is_error] == []
