@@ -126,6 +126,11 @@ def test_schemas_map_to_cpp_and_python_types(
     assert (described["cpp_return"], described["py_return"]) == (cpp_return, py_return)
 
 
+def test_names_only_the_generated_code_needs_are_free() -> None:
+    described = describe("op", "(Tensor type, int i, int match, Tensor device) -> Tensor")
+    assert [a["name"] for a in described["args"]] == ["type", "i", "match", "device"]
+
+
 def test_the_source_scanner_reads_arguments_with_the_same_parser() -> None:
     op = parse_schema("scale_out(Tensor(a!) out, Tensor input, *, float? alpha=None) -> ()")
     assert [(a.type, a.name, a.default, a.keyword_only) for a in op.arguments] == [
@@ -156,6 +161,8 @@ BAD_SCHEMAS = {
     "out-not-returned": ("(Tensor x, *, Tensor(a!) out) -> Tensor", r"out=\) arguments returns"),
     "after-out": ("(Tensor x, *, Tensor(a!) out, int k) -> ()", r"cannot follow mutable out"),
     "two-stars": ("(Tensor x, *, *, int k) -> ()", r"\* can only occur once"),
+    "cuda-local": ("(Tensor x, int stream) -> Tensor", r"'stream': the generated code uses"),
+    "check-local": ("(Tensor x, Tensor i) -> Tensor", r"'i': the generated checks use"),
     "no-tensor": ("(int n) -> Tensor", r"no 'Tensor' or 'Tensor\[\]' argument"),
     "scalar-return": ("(Tensor x) -> int", r"return 1 'int': .*returns are 'Tensor'"),
     "no-name": ("(Tensor) -> Tensor", r"cannot read argument 'Tensor'"),

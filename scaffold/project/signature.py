@@ -207,8 +207,16 @@ _LISTS: dict[BaseTy, tuple[str, str, str]] = {
 }
 #: Sample tensors' shape in tests: small, odd, no multiple of any block size.
 SAMPLE_SHAPE = "(7, 13)"
-#: Names the generated C++ and Python use around the arguments (namespaces, modules, helpers).
-_TAKEN = frozenset({"at", "c10", "std", "torch", "ops", "Sequence", "add_op_namespace_prefix"})
+#: Names the generated C++ and Python use around the arguments (namespaces, modules, helpers,
+#: the skeletons' locals).
+_TAKEN = frozenset(
+    {
+        "at", "c10", "std", "torch", "ops", "Sequence", "add_op_namespace_prefix", "list",
+        "check_inputs", "check_tensor", "not_implemented", "device_guard", "stream",
+    }
+)  # fmt: skip
+#: The locals of check_inputs (csrc/<op>.h), which takes the tensor arguments.
+_TAKEN_BY_TENSORS = frozenset({"first_device", "i"})
 
 
 def _literal(default: str, base: BaseTy, where: str) -> str:
@@ -249,7 +257,7 @@ def _describe_argument(arg: TgArgument, keyword_only: bool, where: str) -> dict[
     here = f"{where}, argument '{name}'"
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise SchemaError(f"{here}: the name is not an identifier.")
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in _CXX_KEYWORDS:
+    if keyword.iskeyword(name) or name in _CXX_KEYWORDS:
         raise SchemaError(f"{here}: the name is a Python or C++ keyword; rename it.")
     if name in _TAKEN or name.startswith("_"):
         raise SchemaError(f"{here}: the generated code uses that name; rename it.")
@@ -263,6 +271,8 @@ def _describe_argument(arg: TgArgument, keyword_only: bool, where: str) -> dict[
     if annotation is not None and (annotation.alias_set_after or len(annotation.alias_set) > 1):
         raise SchemaError(f"{here}: use a single alias letter, as in 'Tensor(a!)'.")
     kind, cpp, py, sample, default = _map_type(arg.type, mutated, arg.default, here)
+    if kind != "value" and name in _TAKEN_BY_TENSORS:
+        raise SchemaError(f"{here}: the generated checks use that name; rename it.")
     return {
         "name": name,
         "schema": str(arg),
