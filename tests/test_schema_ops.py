@@ -379,6 +379,10 @@ def test_new_with_a_schema_makes_it_the_first_op(tmp_path: Path) -> None:
         ProjectSpec.parse("my-kernel", example="img2gray", schema="(Tensor x) -> Tensor")
     with pytest.raises(SchemaError, match="unrecognized type Foo"):
         ProjectSpec.parse("my-kernel", schema="(Foo x) -> Tensor")
+    with pytest.raises(InvalidNameError, match="named after the kernel.*name it in the schema"):
+        ProjectSpec.parse("a-kernel-with-a-long-name", schema="(Tensor x) -> Tensor")
+    long_kernel = ProjectSpec.parse("a-kernel-with-a-long-name", schema="op(Tensor x) -> Tensor")
+    assert long_kernel.answers()["ops"][0]["name"] == "op"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.errors import InvalidOptionError
+from scaffold.errors import InvalidNameError, InvalidOptionError
 from scaffold.project.names import (
     KernelName,
     OpName,
@@ -101,7 +101,15 @@ class ProjectSpec:
                     "example or one generated from your schema."
                 )
             op_name, text = split_name(schema)
-            op_name = OpName(op_name or kernel.name.replace("-", "_")).name
+            if op_name is None:  # named after the kernel, unless that name cannot be an op's
+                try:
+                    op_name = OpName(kernel.name.replace("-", "_")).name
+                except InvalidNameError as error:
+                    raise InvalidNameError(
+                        f"{error} (the op is named after the kernel): name it in the schema, "
+                        "as in --schema 'my_op(Tensor x) -> Tensor'."
+                    ) from error
+            op_name = OpName(op_name).name
             describe(op_name, text)
             schema_op = OpEntry(op_name, SCHEMA_KIND, text)
         return cls(
