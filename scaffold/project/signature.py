@@ -292,7 +292,7 @@ def _map_type(
     t: Type, mutated: bool, default: str | None, here: str
 ) -> tuple[str, str, str, str, str | None]:
     """(kind, C++ type, Python annotation, sample expression, Python default) of a schema type."""
-    tensor = f"random_input({SAMPLE_SHAPE}, dtype, device)"
+    tensor = f"random_input({SAMPLE_SHAPE}, dtype, device, seed={{seed}})"
     if t == BaseType(BaseTy.Tensor):
         if default is not None:
             raise SchemaError(f"{here}: a Tensor has no default; make it 'Tensor?' for None.")
@@ -346,7 +346,7 @@ def _map_type(
                 "tensor_list",
                 "at::TensorList",
                 "Sequence[torch.Tensor]",
-                f"[{tensor}, {tensor}]",
+                f"[{tensor}, {tensor.replace('{seed}', '{next_seed}')}]",
                 default,
             )
         if isinstance(t.elem, BaseType) and t.elem.name in _LISTS:
@@ -370,6 +370,13 @@ def describe(name: str, text: str) -> dict[str, Any]:
     parts = parse_parts(text, where=where)
     args = [_describe_argument(a, False, where) for a in parts.positional]
     args += [_describe_argument(a, True, where) for a in parts.keyword_only]
+    for index, arg in enumerate(args):  # a seed of their own: no two sample tensors alike
+        sample = arg["sample"].replace("{seed}", str(10 * index))
+        arg["sample"] = sample.replace("{next_seed}", str(10 * index + 1))
+        # A list's tensors one a line, as ruff format writes a list too long for one.
+        arg["sample_items"] = (
+            split_top_level(arg["sample"][1:-1]) if arg["kind"] == "tensor_list" else []
+        )
     seen: set[str] = set()
     for arg in args:
         if arg["name"] in seen:
