@@ -159,8 +159,10 @@ BAD_SCHEMAS = {
     "python-keyword": ("(Tensor x, float lambda) -> Tensor", r"'lambda': .*Python .*keyword"),
     "namespace-name": ("(Tensor at) -> Tensor", r"'at': the generated code uses that name"),
     "out-not-returned": ("(Tensor x, *, Tensor(a!) out) -> Tensor", r"out=\) arguments returns"),
-    "after-out": ("(Tensor x, *, Tensor(a!) out, int k) -> ()", r"cannot follow mutable out"),
-    "two-stars": ("(Tensor x, *, *, int k) -> ()", r"\* can only occur once"),
+    "two-stars": (
+        "(Tensor x, *, *, int k) -> ()",
+        r"'\*' \(keyword-only arguments follow\) comes once",
+    ),
     "cuda-local": ("(Tensor x, int stream) -> Tensor", r"'stream': the generated code uses"),
     "check-local": ("(Tensor x, Tensor i) -> Tensor", r"'i': the generated checks use"),
     "no-tensor": ("(int n) -> Tensor", r"no 'Tensor' or 'Tensor\[\]' argument"),

@@ -111,7 +111,6 @@ def root(
     epilog=examples(
         "kscaffold new my-kernel",
         "kscaffold new img2gray --example img2gray --owner my-org --dest kernels/img2gray",
-        "kscaffold new rms-norm --schema '(Tensor x, Tensor weight, float eps=1e-6) -> Tensor'",
     )
 )
 @reports_errors
@@ -220,7 +219,6 @@ def add_backend_command(
 @app.command(
     "add-op",
     epilog=examples(
-        "kscaffold add-op scale",
         "kscaffold add-op to_gray --like img2gray",
         "kscaffold add-op rms_norm --schema '(Tensor x, Tensor weight, float eps=1e-6) -> Tensor'",
     ),

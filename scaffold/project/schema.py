@@ -150,12 +150,21 @@ def parse_schema(schema_text: str, *, file: Path | None = None, line: int = 0) -
     # The arguments and returns are read with the dispatcher's grammar (torchgen), like every
     # schema kscaffold reads; the name is read here (torchgen refuses the `_out` suffix).
     parts = parse_parts(text[open_paren:], where=f"Op schema '{schema_text}'")
+    # Types and defaults as written (`Tensor!`, `[1, 1]`), names as torchgen read them.
+    read = (*parts.positional, *parts.keyword_only)
     arguments = [
-        Argument(_type_text(str(arg)), arg.name, arg.default, keyword_only=keyword_only)
-        for args, keyword_only in ((parts.positional, False), (parts.keyword_only, True))
-        for arg in args
+        Argument(
+            _type_text(written),
+            arg.name,
+            written.partition("=")[2].strip() or None,
+            keyword_only=index >= len(parts.positional),
+        )
+        for index, (arg, written) in enumerate(zip(read, parts.written_arguments, strict=True))
     ]
-    returns = [Argument(_type_text(str(r)), r.name) for r in parts.returns]
+    returns = [
+        Argument(written if r.name is None else _type_text(written), r.name)
+        for r, written in zip(parts.returns, parts.written_returns, strict=True)
+    ]
     return OpSchema(
         name=name,
         schema_text=text,

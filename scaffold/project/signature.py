@@ -27,7 +27,6 @@ from torchgen.model import (
     Argument as TgArgument,
 )
 from torchgen.model import (
-    Arguments,
     BaseTy,
     BaseType,
     ListType,
@@ -51,6 +50,9 @@ class SchemaParts:
     positional: tuple[TgArgument, ...]
     keyword_only: tuple[TgArgument, ...]
     returns: tuple[Return, ...]
+    #: Each argument and return as written (spaces collapsed): ``Tensor! out``, ``int[2] s=[1, 1]``.
+    written_arguments: tuple[str, ...] = ()
+    written_returns: tuple[str, ...] = ()
 
     @property
     def arguments(self) -> tuple[TgArgument, ...]:
@@ -86,7 +88,7 @@ def split_top_level(text: str, separator: str = ",") -> list[str]:
     return [part.strip() for part in parts]
 
 
-def _normalise(part: str) -> str:
+def _normalise(part: str, fresh: list[str] | None = None) -> str:
     """One argument or return in torchgen's spacing: ``Tensor(a!) x=[1,2]``.
 
     torchgen splits on ``", "`` and compares what it prints with what it read, so
@@ -94,11 +96,19 @@ def _normalise(part: str) -> str:
     """
     left, equals, default = part.partition("=")
     left = re.sub(r"\s*([()\[\]?!|])\s*", r"\1", re.sub(r"\s+", " ", left).strip())
-    left = re.sub(r"([)\]?])(?=[A-Za-z_]\w*$)", r"\1 ", left)  # `Tensor(a!)x`: name the name
+    if fresh and re.match(r"Tensor!", left):  # the dispatcher's `Tensor!`: a fresh alias set
+        left = f"Tensor({fresh.pop(0)}!)" + left[len("Tensor!") :]
+    left = re.sub(r"([)\]?!])(?=[A-Za-z_]\w*$)", r"\1 ", left)  # `Tensor(a!)x`: name the name
     default = default.strip()
     if not default.startswith(("'", '"')):
         default = re.sub(r"\s+", "", default)
     return f"{left}={default}" if equals else left
+
+
+def _fresh_letters(text: str) -> list[str]:
+    """Alias letters the schema does not use, for its ``Tensor!`` arguments."""
+    used = set(re.findall(r"\(([a-z])", text))
+    return [letter for letter in "zyxwvutsrqponmlkjihgfedcba" if letter not in used]
 
 
 def _closing(text: str, start: int) -> int:
@@ -150,22 +160,27 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
     if not returns_text:
         raise SchemaError(f"{where} has an empty return type: use '-> ()'.")
     raw_args = [part for part in split_top_level(text[1:close]) if part]
-    args = [_normalise(part) for part in raw_args]
-    for raw, arg in zip(raw_args, args, strict=True):
-        if arg == "*":
+    fresh = _fresh_letters(text)
+    positional: list[TgArgument] = []
+    keyword_only: list[TgArgument] = []
+    declared: list[str] = []
+    for raw in raw_args:
+        if raw == "*":
+            if "*" in declared:
+                raise SchemaError(f"{where}: '*' (keyword-only arguments follow) comes once.")
+            declared.append("*")
             continue
+        arg = _normalise(raw, fresh)
         try:
-            TgArgument.parse(arg)
+            parsed = TgArgument.parse(arg)
         except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
             raise SchemaError(
                 f"{where}: cannot read argument '{raw}': {_tg_error(error)}."
             ) from error
         if " " not in arg:
             raise SchemaError(f"{where}: argument '{raw}' has no name.")
-    try:
-        parsed = Arguments.parse(", ".join(args))
-    except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
-        raise SchemaError(f"{where}: {_tg_error(error)}.") from error
+        (keyword_only if "*" in declared else positional).append(parsed)
+        declared.append(re.sub(r"\s+", " ", raw.strip()))
     if returns_text.startswith("(") and _closing(returns_text, 0) == len(returns_text) - 1:
         inner = [part for part in split_top_level(returns_text[1:-1]) if part]
     else:
@@ -173,15 +188,19 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
     returns: list[Return] = []
     for raw in inner:
         try:
-            (ret,) = parse_returns(_normalise(raw))
+            (ret,) = parse_returns(_normalise(raw, fresh))
         except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
             raise SchemaError(
                 f"{where}: cannot read return '{raw}': {_tg_error(error)}."
             ) from error
         returns.append(ret)
-    positional = tuple(parsed.flat_positional)
-    keyword_only = tuple(parsed.flat_kwarg_only) + tuple(parsed.out)
-    return SchemaParts(positional, keyword_only, tuple(returns))
+    return SchemaParts(
+        tuple(positional),
+        tuple(keyword_only),
+        tuple(returns),
+        tuple(d for d in declared if d != "*"),
+        tuple(re.sub(r"\s+", " ", raw.strip()) for raw in inner),
+    )
 
 
 # --------------------------------------------------------------------------------------------
