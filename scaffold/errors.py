@@ -39,6 +39,10 @@ class AnswersError(NotAProjectError):
     """``.copier-answers.yml`` holds an answer ``kscaffold new`` would refuse."""
 
 
+class SchemaError(InvalidOptionError):
+    """An op schema the dispatcher would refuse, or one kscaffold cannot generate code for."""
+
+
 class BuildConfigError(KscaffoldError):
     """``build.toml`` is malformed or refers to files that do not exist."""
 

@@ -108,8 +108,10 @@ DEFAULT_OP = "relu"
 LIKE_KINDS: tuple[str, ...] = ("relu", "img2gray", "rms_norm")
 #: The kind of an op added without ``--like``: it compiles, registers, and raises until written.
 SKELETON_KIND = "skeleton"
+#: The kind of an op generated from the schema the user gave (``add-op --schema``).
+SCHEMA_KIND = "schema"
 #: Every kind of op the template renders (``template/fragments/<kind>/``).
-OP_KINDS: tuple[str, ...] = (*LIKE_KINDS, SKELETON_KIND)
+OP_KINDS: tuple[str, ...] = (*LIKE_KINDS, SKELETON_KIND, SCHEMA_KIND)
 
 # --------------------------------------------------------------------------------------------
 # Languages

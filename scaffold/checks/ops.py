@@ -15,13 +15,13 @@ import ast
 from pathlib import Path, PurePosixPath
 
 from scaffold.checks.base import Context, Finding, error, warning
+from scaffold.errors import SchemaError
 from scaffold.project.preprocessor import Build, exclusive, possible
 from scaffold.project.pyregistrations import find_unprefixed_registrations
 from scaffold.project.schema import (
     COMPOSITE_KEYS,
     OpSchema,
     Registration,
-    SchemaError,
     find_schemas,
     scan_registrations,
     source_files,

@@ -166,6 +166,7 @@ def new(
             f"{DEFAULT_STABLE_ABI}: the oldest torch the template's ops support there).",
         ),
     ] = False,
+    schema: Annotated[str | None, typer.Option(help=SCHEMA_HELP)] = None,
     git: Annotated[bool, typer.Option(help="git init and commit the new project.")] = True,
     force: Annotated[bool, typer.Option(help="Write into an existing non-empty folder.")] = False,
 ) -> None:
@@ -184,11 +185,17 @@ def new(
         version=version,
         language=TRITON_LANGUAGE if triton else CPP_LANGUAGE,
         stable_abi=(stable_abi_version or DEFAULT_STABLE_ABI) if stable_abi else None,
+        schema=schema,
     )
     project = create_project(spec, dest if dest is not None else Path(name), force=force, git=git)
     console.print(Text.assemble("Created ", (str(spec.name), "bold"), f" in {project}"))
     console.print(f"Next: {next_steps(project, cuda='cuda' in spec.backends)}")
 
+
+SCHEMA_HELP = (
+    "The op's schema, '(Tensor x, float eps=1e-6) -> Tensor' (any the dispatcher accepts): "
+    "kscaffold generates its skeletons, wrapper, fake, tests and benchmark from it."
+)
 
 ProjectPath = Annotated[
     Path | None,
@@ -256,7 +263,10 @@ def add_backend_command(
 
 @app.command(
     "add-op",
-    epilog=examples("kscaffold add-op scale", "kscaffold add-op to_gray --like img2gray"),
+    epilog=examples(
+        "kscaffold add-op to_gray --like img2gray",
+        "kscaffold add-op rms_norm --schema '(Tensor x, Tensor weight, float eps=1e-6) -> Tensor'",
+    ),
 )
 @reports_errors
 def add_op_command(
@@ -269,10 +279,11 @@ def add_op_command(
             "without it, every backend gets a skeleton that raises until written."
         ),
     ] = None,
+    schema: Annotated[str | None, typer.Option(help=SCHEMA_HELP)] = None,
     conflict_markers: ConflictMarkers = False,
 ) -> None:
     """Add an op to every backend of a project, keeping every edit you made."""
-    report = add_op(_project(path), name, like=like, markers=conflict_markers)
+    report = add_op(_project(path), name, like=like, schema=schema, markers=conflict_markers)
     _print_evolve_report(report)
     _, kscaffold = tool_commands()
     console.print(f"Added the {name} op. Next: {kscaffold} test")

@@ -17,10 +17,13 @@ from scaffold.grow.evolve import EvolveReport, evolve
 from scaffold.project.answers import load_answers
 from scaffold.project.names import OpName, check_op_name_free, defined_names
 from scaffold.project.schema import find_schemas
+from scaffold.project.signature import describe, split_name
+from scaffold.project.spec import OpEntry
 from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     LIKE_KINDS,
     OP_VARIANT_SUFFIXES,
+    SCHEMA_KIND,
     SKELETON_KIND,
     STABLE_ABI_KINDS,
     TORCH_EXT_DIR,
@@ -30,15 +33,35 @@ from scaffold.vocabulary import (
 
 
 def add_op(
-    project: Path, name: str, *, like: str | None = None, markers: bool = False
+    project: Path,
+    name: str,
+    *,
+    like: str | None = None,
+    schema: str | None = None,
+    markers: bool = False,
 ) -> EvolveReport:
     """Add the op ``name`` to every backend of ``project``, keeping every edit the user made.
 
     ``like`` starts the op from a working op of the template (``relu``, ``img2gray`` or
     ``rms_norm``, with its math under the new name); without it, each backend gets a skeleton
     that compiles, registers the op, checks its inputs and raises naming the file to write.
+    ``schema`` (``(args) -> returns``) makes that skeleton, its wrapper, fake, tests and
+    benchmark for the schema; it is checked before anything is written.
     """
     op = OpName(name)
+    if schema is not None:
+        if like is not None:
+            raise InvalidOptionError(
+                "Give --like or --schema, not both: --like copies a template op with its own "
+                "schema."
+            )
+        named, schema = split_name(schema)
+        if named is not None and named != op.name:
+            raise InvalidOptionError(
+                f"The schema names the op '{named}' but the command adds '{op.name}': leave the "
+                "name out of --schema, or make them the same."
+            )
+        describe(op.name, schema)
     if like is not None and like not in LIKE_KINDS:
         raise InvalidOptionError(
             f"Unknown --like '{like}': start the op from one of {', '.join(LIKE_KINDS)}, "
@@ -46,6 +69,12 @@ def add_op(
         )
     project = project.resolve()
     answers = load_answers(project)
+    if schema is not None and (answers.values.get("stable_abi") or answers.language != "cpp"):
+        raise InvalidOptionError(
+            "--schema writes C++ kernels against ATen's ABI: this project is "
+            f"{'a Triton' if answers.language == TRITON_LANGUAGE else 'a stable-ABI'} one; "
+            "start the op with --like or as a skeleton (no --schema) and edit its schema."
+        )
     if answers.values.get("stable_abi") and (like or SKELETON_KIND) not in STABLE_ABI_KINDS:
         raise InvalidOptionError(
             f"--like {like} has no stable-ABI version: in a stable-ABI project start the op from "
@@ -82,7 +111,8 @@ def add_op(
         init_file=init_file,
     )
     ops = [*(entry.as_answer() for entry in answers.ops)]
-    ops.append({"name": op.name, "kind": like or SKELETON_KIND})
+    kind = SCHEMA_KIND if schema is not None else like or SKELETON_KIND
+    ops.append(OpEntry(op.name, kind, schema).as_answer())
     return evolve(
         project,
         answers,

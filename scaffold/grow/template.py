@@ -16,6 +16,8 @@ from typing import Any
 from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
 from scaffold.project.flakepin import EDITION, PINS
+from scaffold.project.signature import describe
+from scaffold.vocabulary import SCHEMA_KIND
 
 #: Prefix of the staging folders ``kscaffold new`` renders into.
 STAGING_PREFIX = ".kscaffold-new-"
@@ -72,6 +74,13 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
     edition = answers.get("edition", EDITION)
     data = {
         **answers,
+        # What the template renders for each op made from a schema, computed here (the template
+        # runs no code): its arguments' C++ and Python types, defaults, samples.
+        "signatures": {
+            entry["name"]: describe(entry["name"], entry["schema"])
+            for entry in answers.get("ops") or []
+            if entry.get("kind") == SCHEMA_KIND
+        },
         "kscaffold_version": kscaffold_version(),
         "edition": edition,
         "kernel_builder_ref": answers.get("kernel_builder_ref") or PINS[edition],

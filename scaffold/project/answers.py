@@ -11,8 +11,9 @@ import yaml
 from scaffold.errors import AnswersError, KscaffoldError, NotAProjectError
 from scaffold.project.flakepin import EDITIONS_WRITTEN, check_ref
 from scaffold.project.names import OpName, check_op_name_free
+from scaffold.project.signature import describe
 from scaffold.project.spec import OpEntry, ProjectSpec, default_ops
-from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, CPP_LANGUAGE, OP_KINDS
+from scaffold.vocabulary import ANSWERS_FILE, BUILD_TOML, CPP_LANGUAGE, OP_KINDS, SCHEMA_KIND
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,10 @@ class ProjectAnswers:
     def ops(self) -> tuple[OpEntry, ...]:
         """The project's ops in the order they were added (projects made before add-op: one)."""
         recorded = self.values.get("ops") or default_ops(self.values.get("example"))
-        return tuple(OpEntry(str(entry["name"]), str(entry["kind"])) for entry in recorded)
+        return tuple(
+            OpEntry(str(entry["name"]), str(entry["kind"]), entry.get("schema"))
+            for entry in recorded
+        )
 
     def with_values(self, **changes: Any) -> ProjectAnswers:
         return ProjectAnswers({**self.values, **changes}, self.kscaffold_version)
@@ -114,8 +118,8 @@ def load_answers(project: Path) -> ProjectAnswers:
             f"{{name: ..., kind: ...}} with a kind among {', '.join(OP_KINDS)}; "
             "restore it from git."
         )
-    ops = [OpEntry(entry["name"], entry["kind"]).as_answer() for entry in ops]
     _check_op_names(path, ops, str(answers["name"]).replace("-", "_"))
+    ops = [_op_entry(path, entry).as_answer() for entry in ops]
     return ProjectAnswers({**answers, **_builder(path, values), "ops": ops}, version)
 
 
@@ -141,6 +145,28 @@ def _builder(path: Path, values: dict[str, Any]) -> dict[str, Any]:
     except KscaffoldError as error:
         raise AnswersError(f"{path}: kernel_builder_ref: {error}") from error
     return {"edition": edition, "kernel_builder_ref": ref}
+
+
+def _op_entry(path: Path, entry: dict[str, Any]) -> OpEntry:
+    """The recorded op; one of kind ``schema`` carries a schema that ``add-op --schema`` accepts."""
+    schema = entry.get("schema")
+    if entry["kind"] != SCHEMA_KIND:
+        if schema is not None:
+            raise AnswersError(
+                f"{path}: 'ops': {entry['name']} is of kind {entry['kind']}, which takes no "
+                "schema: restore it from git."
+            )
+        return OpEntry(entry["name"], entry["kind"])
+    if not isinstance(schema, str):
+        raise AnswersError(
+            f"{path}: 'ops': {entry['name']} is of kind {SCHEMA_KIND} but records no schema "
+            "string: restore it from git."
+        )
+    try:
+        describe(entry["name"], schema)
+    except KscaffoldError as error:
+        raise AnswersError(f"{path}: 'ops': {error}") from error
+    return OpEntry(entry["name"], entry["kind"], schema)
 
 
 def _name_the_bad_op_entry(path: Path, ops: object) -> None:

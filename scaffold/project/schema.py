@@ -18,9 +18,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from scaffold.errors import KscaffoldError
+from scaffold.errors import SchemaError
 from scaffold.project.preprocessor import ConditionalMap
 from scaffold.project.preprocessor import Path as Path_
+from scaffold.project.signature import parse_parts, split_top_level
 from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     SCANNED_SUFFIXES,
@@ -39,10 +40,6 @@ COMPOSITE_KEYS: frozenset[str] = frozenset(
 
 # `torch::kCPU`, `c10::DeviceType::CUDA`, `at::kCUDA`, `c10::DispatchKey::CPU` -> the key's name.
 _DEVICE_ARGUMENT = re.compile(r"(?:\w+::)*(?:DeviceType::|DispatchKey::|k)(\w+)\s*$")
-
-
-class SchemaError(KscaffoldError):
-    """An op schema string cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -113,22 +110,7 @@ class Registration:
 
 
 def _split_top_level(text: str, separator: str = ",") -> list[str]:
-    """Split on ``separator`` outside brackets and parentheses."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for char in text:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        if char == separator and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return [part.strip() for part in parts]
+    return split_top_level(text, separator)
 
 
 def _matching_paren(text: str, start: int) -> int:
@@ -144,22 +126,12 @@ def _matching_paren(text: str, start: int) -> int:
     return -1
 
 
-_ARGUMENT = re.compile(r"^(?P<type>.+?)(?:\s+(?P<name>[A-Za-z_]\w*))?(?:\s*=\s*(?P<default>.+))?$")
 _OP_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?$")
 
 
-def _parse_argument(text: str, *, keyword_only: bool, schema: str) -> Argument:
-    match = _ARGUMENT.match(text.strip())
-    if not match:
-        raise SchemaError(f"Cannot read argument '{text}' of op schema '{schema}'.")
-    arg_type = match.group("type").strip()
-    # `Tensor(a!)`, `int[2]`, `Tensor?` keep their annotations; a bare type has no name.
-    return Argument(
-        type=arg_type,
-        name=match.group("name"),
-        default=match.group("default").strip() if match.group("default") else None,
-        keyword_only=keyword_only,
-    )
+def _type_text(declaration: str) -> str:
+    """The type of ``Tensor(a!) x=None`` (``Tensor(a!)``): the declaration less name and default."""
+    return declaration.partition("=")[0].rsplit(" ", 1)[0] if " " in declaration else declaration
 
 
 def parse_schema(schema_text: str, *, file: Path | None = None, line: int = 0) -> OpSchema:
@@ -178,34 +150,24 @@ def parse_schema(schema_text: str, *, file: Path | None = None, line: int = 0) -
             f"Op schema '{schema_text}' has an invalid name '{name}': use letters, digits and '_', "
             "with an optional '.overload'."
         )
-    close_paren = _matching_paren(text, open_paren)
-    if close_paren < 0:
-        raise SchemaError(f"Op schema '{schema_text}' has an unclosed argument list.")
-    arguments: list[Argument] = []
-    keyword_only = False
-    for part in _split_top_level(text[open_paren + 1 : close_paren]):
-        if not part:
-            continue
-        if part == "*":
-            keyword_only = True
-            continue
-        arguments.append(_parse_argument(part, keyword_only=keyword_only, schema=schema_text))
-    rest = text[close_paren + 1 :].strip()
-    if not rest.startswith("->"):
-        raise SchemaError(f"Op schema '{schema_text}' has no '-> returns' part.")
-    returns_text = rest[2:].strip()
-    returns: list[Argument] = []
-    if returns_text.startswith("(") and _matching_paren(returns_text, 0) == len(returns_text) - 1:
-        inner = returns_text[1:-1]
-        returns = [
-            _parse_argument(part, keyword_only=False, schema=schema_text)
-            for part in _split_top_level(inner)
-            if part
-        ]
-    elif returns_text:
-        returns = [_parse_argument(returns_text, keyword_only=False, schema=schema_text)]
-    else:
-        raise SchemaError(f"Op schema '{schema_text}' has an empty return type: use '-> ()'.")
+    # The arguments and returns are read with the dispatcher's grammar (torchgen), like every
+    # schema kscaffold reads; the name is read here (torchgen refuses the `_out` suffix).
+    parts = parse_parts(text[open_paren:], where=f"Op schema '{schema_text}'")
+    # Types and defaults as written (`Tensor!`, `[1, 1]`), names as torchgen read them.
+    read = (*parts.positional, *parts.keyword_only)
+    arguments = [
+        Argument(
+            _type_text(written),
+            arg.name,
+            written.partition("=")[2].strip() or None,
+            keyword_only=index >= len(parts.positional),
+        )
+        for index, (arg, written) in enumerate(zip(read, parts.written_arguments, strict=True))
+    ]
+    returns = [
+        Argument(written if r.name is None else _type_text(written), r.name)
+        for r, written in zip(parts.returns, parts.written_returns, strict=True)
+    ]
     return OpSchema(
         name=name,
         schema_text=text,

@@ -10,14 +10,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.errors import InvalidOptionError
-from scaffold.project.names import KernelName, parse_backends, parse_license, parse_repo_owner
+from scaffold.errors import InvalidNameError, InvalidOptionError
+from scaffold.project.names import (
+    KernelName,
+    OpName,
+    parse_backends,
+    parse_license,
+    parse_repo_owner,
+)
+from scaffold.project.signature import describe, split_name
 from scaffold.project.stableabi import parse_stable_abi
 from scaffold.vocabulary import (
     CPP_LANGUAGE,
     DEFAULT_BACKENDS,
     DEFAULT_OP,
     LANGUAGES,
+    SCHEMA_KIND,
     STABLE_ABI_KINDS,
     TRITON_KINDS,
     TRITON_LANGUAGE,
@@ -26,13 +34,20 @@ from scaffold.vocabulary import (
 
 @dataclass(frozen=True)
 class OpEntry:
-    """One op of a project, as the answers record it: its name and the kind it was made from."""
+    """One op of a project, as the answers record it: its name and the kind it was made from.
+
+    An op of kind ``schema`` also records the schema it was generated from (``(args) -> returns``).
+    """
 
     name: str
     kind: str
+    schema: str | None = None
 
     def as_answer(self) -> dict[str, str]:
-        return {"name": self.name, "kind": self.kind}
+        answer = {"name": self.name, "kind": self.kind}
+        if self.schema is not None:
+            answer["schema"] = self.schema
+        return answer
 
 
 def default_ops(example: str | None) -> list[dict[str, str]]:
@@ -62,6 +77,8 @@ class ProjectSpec:
     #: The torch version ("2.10") the ops target through torch's stable ABI; None: ATen's ABI.
     stable_abi: str | None = None
     extra_answers: dict[str, Any] = field(default_factory=dict)
+    #: The first op when it is generated from a schema (``new --schema``), else None.
+    schema_op: OpEntry | None = None
 
     @classmethod
     def parse(
@@ -75,8 +92,13 @@ class ProjectSpec:
         version: int = 1,
         language: str = CPP_LANGUAGE,
         stable_abi: str | None = None,
+        schema: str | None = None,
     ) -> ProjectSpec:
-        """Validate raw user input (as typed on the command line) into a spec."""
+        """Validate raw user input (as typed on the command line) into a spec.
+
+        ``schema`` makes the first op from an op schema (``[op_name](args) -> returns``; the op
+        is named after the kernel when the schema names none).
+        """
         if example is not None and example not in EXAMPLES:
             raise InvalidOptionError(
                 f"Unknown example '{example}': available examples are {', '.join(EXAMPLES)}."
@@ -107,8 +129,33 @@ class ProjectSpec:
                 f"Invalid version {version}: use a positive integer such as 1 (at most "
                 f"{MAX_VERSION}, the largest integer TOML holds)."
             )
+        kernel = KernelName(name)
+        schema_op = None
+        if schema is not None and (language != CPP_LANGUAGE or stable_abi is not None):
+            raise InvalidOptionError(
+                "--schema writes C++ kernels against ATen's ABI: leave out --triton and "
+                "--stable-abi, or start from the template's op and edit its schema."
+            )
+        if schema is not None:
+            if example is not None:
+                raise InvalidOptionError(
+                    "Give --example or --schema, not both: the first op is either the worked "
+                    "example or one generated from your schema."
+                )
+            op_name, text = split_name(schema)
+            if op_name is None:  # named after the kernel, unless that name cannot be an op's
+                try:
+                    op_name = OpName(kernel.name.replace("-", "_")).name
+                except InvalidNameError as error:
+                    raise InvalidNameError(
+                        f"{error} (the op is named after the kernel): name it in the schema, "
+                        "as in --schema 'my_op(Tensor x) -> Tensor'."
+                    ) from error
+            op_name = OpName(op_name).name
+            describe(op_name, text)
+            schema_op = OpEntry(op_name, SCHEMA_KIND, text)
         return cls(
-            name=KernelName(name),
+            name=kernel,
             backends=parse_backends(list(backends) if not isinstance(backends, str) else backends),
             example=example,
             owner=parse_repo_owner(owner) if owner else None,
@@ -116,6 +163,7 @@ class ProjectSpec:
             version=version,
             language=language,
             stable_abi=parse_stable_abi(stable_abi) if stable_abi is not None else None,
+            schema_op=schema_op,
         )
 
     def answers(self) -> dict[str, Any]:
@@ -129,7 +177,7 @@ class ProjectSpec:
             "license": self.license,
             "version": self.version,
             **language,
-            "ops": default_ops(self.example),
+            "ops": ([self.schema_op.as_answer()] if self.schema_op else default_ops(self.example)),
             # Recorded only when set, so that other projects' answers files stay as they were.
             **({"stable_abi": self.stable_abi} if self.stable_abi else {}),
             **self.extra_answers,

@@ -1,0 +1,525 @@
+"""Op schemas read with the dispatcher's own grammar (torchgen), and what code generation needs.
+
+One parser for every schema kscaffold reads: the ``def`` strings of a project's sources
+(:mod:`scaffold.project.schema`), the ``--schema`` of ``add-op`` and ``new``, and the schemas the
+answers file records. :func:`parse_parts` reads the argument list and the returns with torchgen's
+``Arguments`` and ``parse_returns`` (``torchgen.model`` ships with torch and imports no torch);
+its strict spacing is normalised first, and its assertion messages become one
+:class:`~scaffold.errors.SchemaError` line naming the bad part. The op name is read by the
+callers: torchgen refuses names ending in ``_out``, which every template op declares.
+
+:func:`describe` goes further for an op kscaffold generates from a schema: it refuses what the
+generated C++ or Python could not express (a view return, a type without a mapping, an argument
+named like a keyword) and turns the schema into plain dicts the template renders: each argument's
+C++ type for a CPU/CUDA kernel, its Python annotation and default, and a sample value for tests.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+from torchgen.model import (
+    Argument as TgArgument,
+)
+from torchgen.model import (
+    BaseTy,
+    BaseType,
+    ListType,
+    OptionalType,
+    Return,
+    Type,
+    parse_returns,
+)
+
+from scaffold.errors import SchemaError
+from scaffold.project.names import CXX_KEYWORDS
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+
+
+@dataclass(frozen=True)
+class SchemaParts:
+    """The arguments (in order, with the keyword-only ones marked) and returns of a schema."""
+
+    positional: tuple[TgArgument, ...]
+    keyword_only: tuple[TgArgument, ...]
+    returns: tuple[Return, ...]
+    #: Each argument and return as written (spaces collapsed): ``Tensor! out``, ``int[2] s=[1, 1]``.
+    written_arguments: tuple[str, ...] = ()
+    written_returns: tuple[str, ...] = ()
+
+    @property
+    def arguments(self) -> tuple[TgArgument, ...]:
+        return (*self.positional, *self.keyword_only)
+
+    def text(self) -> str:
+        """The canonical ``(args) -> returns`` text (torchgen's spacing)."""
+        args = [str(a) for a in self.positional]
+        if self.keyword_only:
+            args += ["*", *(str(a) for a in self.keyword_only)]
+        returns = ", ".join(str(r) for r in self.returns)
+        if len(self.returns) != 1:
+            returns = f"({returns})"
+        return f"({', '.join(args)}) -> {returns}"
+
+
+def split_top_level(text: str, separator: str = ",") -> list[str]:
+    """Split on ``separator`` outside brackets and parentheses, each part stripped."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == separator and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return [part.strip() for part in parts]
+
+
+def _normalise(part: str, fresh: list[str] | None = None) -> str:
+    """One argument or return in torchgen's spacing: ``Tensor(a!) x=[1,2]``.
+
+    torchgen splits on ``", "`` and compares what it prints with what it read, so
+    ``Tensor( a! )  x = [1, 2]`` must reach it as above.
+    """
+    left, equals, default = part.partition("=")
+    left = re.sub(r"\s*([()\[\]?!|])\s*", r"\1", re.sub(r"\s+", " ", left).strip())
+    if fresh and re.match(r"Tensor!", left):  # the dispatcher's `Tensor!`: a fresh alias set
+        left = f"Tensor({fresh.pop(0)}!)" + left[len("Tensor!") :]
+    left = re.sub(r"([)\]?!])(?=[A-Za-z_]\w*$)", r"\1 ", left)  # `Tensor(a!)x`: name the name
+    default = default.strip()
+    if not default.startswith(("'", '"')):
+        default = re.sub(r"\s+", "", default)
+    return f"{left}={default}" if equals else left
+
+
+def _fresh_letters(text: str) -> list[str]:
+    """Alias letters the schema does not use, for its ``Tensor!`` arguments."""
+    used = set(re.findall(r"\(([a-z])", text))
+    return [letter for letter in "zyxwvutsrqponmlkjihgfedcba" if letter not in used]
+
+
+def _closing(text: str, start: int) -> int:
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] == "(":
+            depth += 1
+        elif text[index] == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
+
+
+def _tg_error(error: Exception) -> str:
+    message = str(error).strip() or type(error).__name__
+    return message.splitlines()[0]
+
+
+def split_name(schema: str) -> tuple[str | None, str]:
+    """The op name a schema starts with (None if it starts at ``(``), and the rest.
+
+    ``rms_norm(Tensor x) -> Tensor`` gives ``("rms_norm", "(Tensor x) -> Tensor")``.
+    """
+    text = schema.strip()
+    open_paren = text.find("(")
+    name = text[:open_paren].strip() if open_paren > 0 else ""
+    return (name or None), (text[open_paren:] if open_paren >= 0 else text)
+
+
+def parse_parts(text: str, *, where: str) -> SchemaParts:
+    """Read ``(args) -> returns`` (no name) with torchgen's grammar.
+
+    ``where`` names the schema in messages (``op schema 'name(...) -> ...'``).
+
+    Raises:
+        SchemaError: One line naming the part torchgen (or the dispatcher's rules) refused.
+    """
+    text = text.strip()
+    if not text.startswith("("):
+        raise SchemaError(f"{where}: write it as '(arguments) -> returns'.")
+    close = _closing(text, 0)
+    if close < 0:
+        raise SchemaError(f"{where} has an unclosed argument list.")
+    rest = text[close + 1 :].strip()
+    if not rest.startswith("->"):
+        raise SchemaError(f"{where} has no '-> returns' part (write '-> ()' for none).")
+    returns_text = rest[2:].strip()
+    if not returns_text:
+        raise SchemaError(f"{where} has an empty return type: use '-> ()'.")
+    raw_args = [part for part in split_top_level(text[1:close]) if part]
+    fresh = _fresh_letters(text)
+    positional: list[TgArgument] = []
+    keyword_only: list[TgArgument] = []
+    declared: list[str] = []
+    for raw in raw_args:
+        if raw == "*":
+            if "*" in declared:
+                raise SchemaError(f"{where}: '*' (keyword-only arguments follow) comes once.")
+            declared.append("*")
+            continue
+        arg = _normalise(raw, fresh)
+        try:
+            parsed = TgArgument.parse(arg)
+        except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
+            raise SchemaError(
+                f"{where}: cannot read argument '{raw}': {_tg_error(error)}."
+            ) from error
+        if " " not in arg:
+            raise SchemaError(f"{where}: argument '{raw}' has no name.")
+        (keyword_only if "*" in declared else positional).append(parsed)
+        declared.append(re.sub(r"\s+", " ", raw.strip()))
+    if returns_text.startswith("(") and _closing(returns_text, 0) == len(returns_text) - 1:
+        inner = [part for part in split_top_level(returns_text[1:-1]) if part]
+    else:
+        inner = [returns_text]
+    returns: list[Return] = []
+    for raw in inner:
+        try:
+            (ret,) = parse_returns(_normalise(raw, fresh))
+        except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
+            raise SchemaError(
+                f"{where}: cannot read return '{raw}': {_tg_error(error)}."
+            ) from error
+        returns.append(ret)
+    return SchemaParts(
+        tuple(positional),
+        tuple(keyword_only),
+        tuple(returns),
+        tuple(d for d in declared if d != "*"),
+        tuple(re.sub(r"\s+", " ", raw.strip()) for raw in inner),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# What kscaffold generates from a schema
+
+_SCALARS: dict[BaseTy, tuple[str, str, str]] = {
+    # schema type: (C++ type of a CPU/CUDA kernel's parameter, Python annotation, sample)
+    BaseTy.int: ("int64_t", "int", "1"),
+    BaseTy.SymInt: ("int64_t", "int", "1"),  # a backend kernel takes SymInt as int64_t
+    BaseTy.float: ("double", "float", "0.5"),
+    BaseTy.bool: ("bool", "bool", "False"),
+    BaseTy.str: ("c10::string_view", "str", '"a"'),
+    BaseTy.Scalar: ("const at::Scalar&", "float | int | bool", "2"),
+    BaseTy.ScalarType: ("at::ScalarType", "torch.dtype", "torch.float32"),
+    BaseTy.Device: ("at::Device", "torch.device", "device"),
+    BaseTy.Layout: ("at::Layout", "torch.layout", "torch.strided"),
+    BaseTy.MemoryFormat: ("at::MemoryFormat", "torch.memory_format", "torch.contiguous_format"),
+}
+_LISTS: dict[BaseTy, tuple[str, str, str]] = {
+    BaseTy.int: ("at::IntArrayRef", "Sequence[int]", "[-1]"),
+    BaseTy.SymInt: ("at::IntArrayRef", "Sequence[int]", "[-1]"),
+    BaseTy.float: ("at::ArrayRef<double>", "Sequence[float]", "[0.5]"),
+}
+#: Sample tensors' shape in tests: small, odd, no multiple of any block size.
+SAMPLE_SHAPE = "(7, 13)"
+#: Names the generated C++ and Python use around the arguments (namespaces, modules, helpers,
+#: the skeletons' locals).
+_TAKEN = frozenset(
+    {
+        "at", "c10", "std", "torch", "ops", "Sequence", "add_op_namespace_prefix", "list",
+        "check_inputs", "check_tensor", "not_implemented", "device_guard", "stream",
+    }
+)  # fmt: skip
+#: The locals of check_inputs (csrc/<op>.h), which takes the tensor arguments.
+_TAKEN_BY_TENSORS = frozenset({"first_device", "i"})
+
+
+def _literal(default: str, base: BaseTy, where: str) -> str:
+    """The Python literal of a scalar default, or a SchemaError naming it."""
+    article = "an" if base.name[0] in "aeiou" else "a"
+    bad = SchemaError(f"{where}: default '{default}' is not {article} {base.name}.")
+    if base in (BaseTy.int, BaseTy.SymInt):
+        if not re.fullmatch(r"-?\d+", default):
+            raise bad
+        return str(int(default))
+    if base == BaseTy.float:
+        try:
+            value = float(default)
+        except ValueError:
+            raise bad from None
+        return repr(value) if value == value and abs(value) != float("inf") else f'float("{value}")'
+    if base == BaseTy.bool:
+        if default not in ("True", "False"):
+            raise bad
+        return default
+    if base == BaseTy.str:
+        if not re.fullmatch(r"\"[^\"\\]*\"|'[^'\\]*'", default):
+            raise bad
+        return json.dumps(default[1:-1])  # double quotes, as ruff format writes them
+    if base == BaseTy.Scalar:
+        if default in ("True", "False"):
+            return default
+        try:
+            number = float(default)
+        except ValueError:
+            raise bad from None
+        return str(int(default)) if re.fullmatch(r"-?\d+", default) else repr(number)
+    raise SchemaError(f"{where}: kscaffold generates no default of type {base.name} but None.")
+
+
+def _describe_argument(arg: TgArgument, keyword_only: bool, where: str) -> dict[str, Any]:
+    name = arg.name
+    here = f"{where}, argument '{name}'"
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        raise SchemaError(f"{here}: the name is not an identifier.")
+    if keyword.iskeyword(name) or name in CXX_KEYWORDS:
+        raise SchemaError(f"{here}: the name is a Python or C++ keyword; rename it.")
+    if name in _TAKEN or name.startswith("_"):
+        raise SchemaError(f"{here}: the generated code uses that name; rename it.")
+    annotation = arg.annotation
+    mutated = annotation is not None and annotation.is_write
+    if annotation is not None and not mutated:
+        raise SchemaError(
+            f"{here}: '{arg.type}({annotation})' marks a view of an input without '!'; kscaffold "
+            "generates ops that return new tensors or write to arguments marked '(a!)'."
+        )
+    if annotation is not None and (annotation.alias_set_after or len(annotation.alias_set) > 1):
+        raise SchemaError(f"{here}: use a single alias letter, as in 'Tensor(a!)'.")
+    kind, cpp, py, sample, default = _map_type(arg.type, mutated, arg.default, here)
+    if kind != "value" and name in _TAKEN_BY_TENSORS:
+        raise SchemaError(f"{here}: the generated checks use that name; rename it.")
+    return {
+        "name": name,
+        "schema": str(arg),
+        "kind": kind,  # tensor, optional_tensor, tensor_list or value
+        "cpp": cpp,
+        "py": py,
+        "default": default,
+        "keyword_only": keyword_only,
+        "mutated": mutated,
+        "alias": annotation.alias_set[0] if annotation is not None else None,
+        # A value for tests and benchmarks: the default where there is one.
+        "sample": default if kind == "value" and default is not None else sample,
+    }
+
+
+def _map_type(
+    t: Type, mutated: bool, default: str | None, here: str
+) -> tuple[str, str, str, str, str | None]:
+    """(kind, C++ type, Python annotation, sample expression, Python default) of a schema type."""
+    tensor = f"random_input({SAMPLE_SHAPE}, dtype, device, seed={{seed}})"
+    if t == BaseType(BaseTy.Tensor):
+        if default is not None:
+            raise SchemaError(f"{here}: a Tensor has no default; make it 'Tensor?' for None.")
+        return (
+            "tensor",
+            "at::Tensor&" if mutated else "const at::Tensor&",
+            "torch.Tensor",
+            tensor,
+            None,
+        )
+    if isinstance(t, OptionalType):
+        if default is not None and default != "None":
+            inner = _map_type(t.elem, mutated, default, here)  # validates the default
+            value = inner[4]
+        else:
+            value = "None" if default is not None else None
+        if t.elem == BaseType(BaseTy.Tensor):
+            return (
+                "optional_tensor",
+                "const std::optional<at::Tensor>&",
+                "torch.Tensor | None",
+                tensor,
+                value,
+            )
+        if isinstance(t.elem, BaseType) and t.elem.name in _SCALARS:
+            cpp, py, sample = _SCALARS[t.elem.name]
+            cpp = cpp.removeprefix("const ").removesuffix("&")
+            wrapped = f"std::optional<{cpp}>"
+            if t.elem.name == BaseTy.Scalar:
+                wrapped = f"const {wrapped}&"
+            return ("value", wrapped, f"{py} | None", sample, value)
+        raise SchemaError(f"{here}: kscaffold generates no code for type '{t}'.")
+    if isinstance(t, ListType):
+        if default is not None:
+            raise_list = SchemaError(f"{here}: default '{default}' is not a list of {t.elem}.")
+            if isinstance(t.elem, BaseType) and t.elem.name in _LISTS:
+                items = default[1:-1].split(",") if default.startswith("[") else None
+                if items is None:
+                    if t.size is None:
+                        raise raise_list
+                    items = [default] * t.size
+                try:
+                    values = [_literal(i.strip(), t.elem.name, here) for i in items if i.strip()]
+                except SchemaError:
+                    raise raise_list from None
+                default = f"({', '.join(values)}{',' if len(values) == 1 else ''})"
+            else:
+                raise SchemaError(f"{here}: a {t} has no default.")
+        if t.elem == BaseType(BaseTy.Tensor):
+            return (
+                "tensor_list",
+                "at::TensorList",
+                "Sequence[torch.Tensor]",
+                f"[{tensor}, {tensor.replace('{seed}', '{next_seed}')}]",
+                default,
+            )
+        if isinstance(t.elem, BaseType) and t.elem.name in _LISTS:
+            cpp, py, sample = _LISTS[t.elem.name]
+            return ("value", cpp, py, sample, default)
+        raise SchemaError(f"{here}: kscaffold generates no code for type '{t}'.")
+    if isinstance(t, BaseType) and t.name in _SCALARS:
+        cpp, py, sample = _SCALARS[t.name]
+        value = _literal(default, t.name, here) if default is not None else None
+        return ("value", cpp, py, sample, value)
+    raise SchemaError(f"{here}: kscaffold generates no code for type '{t}'.")
+
+
+def describe(name: str, text: str) -> dict[str, Any]:
+    """Everything the template renders for the op ``name`` with schema ``text``.
+
+    Raises:
+        SchemaError: If the dispatcher would refuse the schema, or kscaffold cannot generate it.
+    """
+    where = f"schema '{text.strip()}' of {name}"
+    parts = parse_parts(text, where=where)
+    args = [_describe_argument(a, False, where) for a in parts.positional]
+    args += [_describe_argument(a, True, where) for a in parts.keyword_only]
+    for index, arg in enumerate(args):  # a seed of their own: no two sample tensors alike
+        sample = arg["sample"].replace("{seed}", str(10 * index))
+        arg["sample"] = sample.replace("{next_seed}", str(10 * index + 1))
+        # A list's tensors one a line, as ruff format writes a list too long for one.
+        arg["sample_items"] = (
+            split_top_level(arg["sample"][1:-1]) if arg["kind"] == "tensor_list" else []
+        )
+    seen: set[str] = set()
+    for arg in args:
+        if arg["name"] in seen:
+            raise SchemaError(f"{where}: two arguments are named '{arg['name']}'.")
+        seen.add(arg["name"])
+    aliases: dict[str, str] = {}  # alias letter -> argument
+    aliases_of = {a["name"]: a["alias"] for a in args}
+    for arg in args:
+        if arg["alias"] is not None:
+            if arg["alias"] in aliases:
+                raise SchemaError(
+                    f"{where}: '{aliases[arg['alias']]}' and '{arg['name']}' share the alias "
+                    f"'({arg['alias']}!)'; give each mutated argument its own letter."
+                )
+            aliases[arg["alias"]] = arg["name"]
+    tensors = [a for a in args if a["kind"] in ("tensor", "tensor_list")]
+    if not tensors:
+        raise SchemaError(
+            f"{where}: no 'Tensor' or 'Tensor[]' argument, so the dispatcher cannot pick a "
+            "backend; add the tensor the op works on."
+        )
+    first = tensors[0]
+    returns = [_describe_return(r, index, aliases, where) for index, r in enumerate(parts.returns)]
+    return_names = [r["name"] for r in returns if r["name"]]
+    if len(set(return_names)) != len(return_names):
+        raise SchemaError(f"{where}: two returns share a name.")
+    aliased = [r for r in returns if r["alias"]]
+    outs = [a["name"] for a in args if a["keyword_only"] and a["mutated"]]
+    if outs and returns and [r["alias"] for r in returns] != outs:
+        raise SchemaError(
+            f"{where}: an op with keyword-only mutated (out=) arguments returns them all, in "
+            f"order, as '{', '.join(f'Tensor({aliases_of[name]}!)' for name in outs)}', or "
+            "returns nothing ('-> ()')."
+        )
+    like = f"{first['name']}[0]" if first["kind"] == "tensor_list" else first["name"]
+    fake_results = [r["alias"] or f"torch.empty_like({like})" for r in returns]
+    cpp_types = [r["cpp"] for r in returns]
+    py_types = [r["py"] for r in returns]
+    schema = f"{name}{parts.text()}"
+    return {
+        "schema": schema,
+        # The schema in docstrings, indented 8 columns: lines that keep to ruff's 100.
+        "schema_lines": textwrap.wrap(
+            schema, width=92, break_long_words=False, break_on_hyphens=False
+        ),
+        "args": args,
+        "returns": returns,
+        "tensors": [a for a in args if a["kind"] != "value"],
+        # The tensor every other tensor is checked against (device) and results are shaped like.
+        "first": first["name"],
+        "first_is_list": first["kind"] == "tensor_list",
+        "like": like,
+        "cpp_params": [f"{a['cpp']} {a['name']}" for a in args],
+        "cpp_tensor_params": [
+            f"{'const at::Tensor&' if a['cpp'] == 'at::Tensor&' else a['cpp']} {a['name']}"
+            for a in args
+            if a["kind"] != "value"
+        ],
+        "py_params": _python_parameters(args),
+        "call_args": [
+            ("" if not a["keyword_only"] else f"{a['name']}=")
+            + (f"list({a['name']})" if a["py"].startswith("Sequence") else a["name"])
+            for a in args
+        ],
+        # What the fake returns: a new tensor like the first tensor argument, or the argument
+        # a return aliases.
+        "fake_return": ", ".join(fake_results) if fake_results else None,
+        "mutated": [a["name"] for a in args if a["mutated"]],
+        "cpp_return": (
+            "void"
+            if not cpp_types
+            else cpp_types[0]
+            if len(cpp_types) == 1
+            else f"std::tuple<{', '.join(cpp_types)}>"
+        ),
+        "py_return": (
+            "None"
+            if not py_types
+            else py_types[0]
+            if len(py_types) == 1
+            else f"tuple[{', '.join(py_types)}]"
+        ),
+        "mutates": bool(aliases),
+        # torch.compile functionalizes a custom op only if no return aliases an argument.
+        "returns_alias": bool(aliased),
+        "uses_sequence": any("Sequence" in a["py"] for a in args),
+    }
+
+
+def _python_parameters(args: list[dict[str, Any]]) -> list[str]:
+    """The wrapper's parameters: annotations, defaults and the keyword-only marker."""
+    parameters: list[str] = []
+    for arg in args:
+        if arg["keyword_only"] and "*" not in parameters:
+            parameters.append("*")
+        default = f" = {arg['default']}" if arg["default"] is not None else ""
+        parameters.append(f"{arg['name']}: {arg['py']}{default}")
+    return parameters
+
+
+def _describe_return(
+    ret: Return, index: int, aliases: dict[str, str], where: str
+) -> dict[str, Any]:
+    here = f"{where}, return {index + 1} '{ret}'"
+    if ret.type != BaseType(BaseTy.Tensor):
+        raise SchemaError(
+            f"{here}: kscaffold generates ops whose returns are 'Tensor' (new, or an argument "
+            "marked '(a!)'); return the other values as tensors."
+        )
+    alias = None
+    if ret.annotation is not None:
+        if not ret.annotation.is_write:
+            raise SchemaError(
+                f"{here}: a return marked without '!' is a view of an input, which kscaffold "
+                "does not generate; return a new Tensor or a mutated argument '(a!)'."
+            )
+        letter = ret.annotation.alias_set[0]
+        if letter not in aliases:
+            raise SchemaError(f"{here}: no argument is marked '({letter}!)'.")
+        alias = aliases[letter]
+    mutated = alias is not None
+    return {
+        "name": ret.name,
+        "alias": alias,
+        "cpp": "at::Tensor&" if mutated else "at::Tensor",
+        "py": "torch.Tensor",
+    }
