@@ -144,7 +144,7 @@ def render_module(names: list[str]) -> str:
 
 
 #: Stand-ins for op names in the rendering that :func:`derive_generated_names` reads.
-_SENTINELS = ("zqxop", "zqyop", "zqzop", "zqwop")
+_SENTINELS = ("zqxop", "zqyop", "zqzop", "zqwop", "zqvop", "zquop")
 
 
 def _camel(op: str) -> str:
@@ -155,10 +155,18 @@ def _sentinel_rendering() -> dict[str, bytes]:
     """A project with the first op and one more op of each kind the template renders."""
     from scaffold.grow.template import render_files
     from scaffold.project.spec import ProjectSpec
-    from scaffold.vocabulary import OP_KINDS
+    from scaffold.vocabulary import OP_KINDS, SCHEMA_KIND
 
     answers = ProjectSpec.parse("my-kernel", backends=["cpu", "cuda"]).answers()
-    extra = [{"name": _SENTINELS[i], "kind": kind} for i, kind in enumerate(OP_KINDS)]
+    extra = [
+        {"name": _SENTINELS[i], "kind": kind}
+        | (
+            {"schema": "(Tensor x, Tensor[] xs, float eps=1e-6) -> Tensor"}
+            if kind == SCHEMA_KIND
+            else {}
+        )
+        for i, kind in enumerate(OP_KINDS)
+    ]
     answers["ops"] = [*answers["ops"], *extra]
     return render_files(answers)
 
