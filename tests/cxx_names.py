@@ -33,9 +33,13 @@ def template_includes() -> list[str]:
     headers: set[str] = set()
     for path in (TEMPLATE / "fragments").rglob("*.jinja"):
         headers.update(_INCLUDE.findall(path.read_text(encoding="utf-8")))
-    # The CUDA headers need the CUDA math libraries' headers; what they add at global scope is
-    # CUDA's runtime, which nvcc includes in every .cu file and the probe does not see.
-    return sorted(h for h in headers if "cuda" not in h.lower())
+    # The CUDA headers (CUB's too) need the CUDA math libraries' headers; what they add at global
+    # scope is CUDA's runtime, which nvcc includes in every .cu file and the probe does not see.
+    return sorted(
+        h
+        for h in headers
+        if "cuda" not in h.lower() and not h.endswith(".cuh") and not h.startswith("cub/")
+    )
 
 
 def _include_flags() -> list[str]:

@@ -70,24 +70,24 @@ def test_add_op_like_rms_norm_merges_into_the_users_project(tmp_path: Path) -> N
     init.write_text(init.read_text() + "\n\ndef mine() -> None:\n    pass\n")
     commit_all(project, ".", message="user edits")
 
-    report = add_op(project, "norm", like="rms_norm")
+    report = add_op(project, "rownorm", like="rms_norm")
 
     assert not report.conflicts
     assert kernel.read_text().startswith("// Tuned by me.\n")
     wrapper = init.read_text()
-    assert "def mine() -> None:" in wrapper and "def norm(" in wrapper
+    assert "def mine() -> None:" in wrapper and "def rownorm(" in wrapper
     assert "import math\nfrom typing import Any\n" in wrapper
     binding = (project / "torch-ext" / "torch_binding.h").read_text()
     for schema in SCHEMAS:
-        assert schema.format(op="norm") in binding
+        assert schema.format(op="rownorm") in binding
     config = tomllib.loads((project / "build.toml").read_text())
-    assert config["kernel"]["norm_cuda"]["src"] == ["csrc/cuda/norm.cu"]
-    assert config["kernel"]["norm_cpu"]["src"] == ["csrc/cpu/norm.cpp"]
-    assert "csrc/norm.h" in config["torch"]["src"]
-    assert "norm::inverse_rms" not in (project / "csrc" / "norm.h").read_text()
-    assert "inline opmath_t inverse_rms(" in (project / "csrc" / "norm.h").read_text()
+    assert config["kernel"]["rownorm_cuda"]["src"] == ["csrc/cuda/rownorm.cu"]
+    assert config["kernel"]["rownorm_cpu"]["src"] == ["csrc/cpu/rownorm.cpp"]
+    assert "csrc/rownorm.h" in config["torch"]["src"]
+    assert "rownorm::inverse_rms" not in (project / "csrc" / "rownorm.h").read_text()
+    assert "inline opmath_t inverse_rms(" in (project / "csrc" / "rownorm.h").read_text()
     answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
-    assert answers["ops"][-1] == {"name": "norm", "kind": "rms_norm"}
+    assert answers["ops"][-1] == {"name": "rownorm", "kind": "rms_norm"}
     assert [str(f) for f in check_project(project)] == []
     ruff_is_clean(project)
 
@@ -100,9 +100,9 @@ def test_cli_new_and_add_op_take_rms_norm(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (tmp_path / "norms" / "csrc" / "cuda" / "rms_norm.cu").is_file()
     project = new_project(tmp_path / "my-kernel")
-    result = runner.invoke(app, ["add-op", "norm", str(project), "--like", "rms_norm"])
+    result = runner.invoke(app, ["add-op", "rownorm", str(project), "--like", "rms_norm"])
     assert result.exit_code == 0, result.output
-    assert (project / "tests" / "test_norm.py").is_file()
+    assert (project / "tests" / "test_rownorm.py").is_file()
 
 
 # --- check: device memory calls in kernel sources ------------------------------------------------

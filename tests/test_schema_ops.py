@@ -383,8 +383,8 @@ def test_new_with_a_schema_makes_it_the_first_op(tmp_path: Path) -> None:
         ProjectSpec.parse("my-kernel", schema="(Foo x) -> Tensor")
     with pytest.raises(InvalidNameError, match="named after the kernel.*name it in the schema"):
         ProjectSpec.parse("a-kernel-with-a-long-name", schema="(Tensor x) -> Tensor")
-    long_kernel = ProjectSpec.parse("a-kernel-with-a-long-name", schema="op(Tensor x) -> Tensor")
-    assert long_kernel.answers()["ops"][0]["name"] == "op"
+    long_kernel = ProjectSpec.parse("a-kernel-with-a-long-name", schema="lin(Tensor x) -> Tensor")
+    assert long_kernel.answers()["ops"][0]["name"] == "lin"
 
 
 @pytest.mark.parametrize(
