@@ -504,17 +504,7 @@ def _parse_kernel(
             f"{BUILD_TOML}: {path}.backend is '{backend}', which general.backends does not list"
         )
     table = _Table(path, data, _KERNEL_KEYS | _KERNEL_BACKEND_KEYS.get(backend, set()), edition)
-    return KernelSection(
-        label=label,
-        backend=backend,
-        depends=table.req_str_list("depends"),
-        src=table.req_paths("src"),
-        include=table.opt_paths("include"),
-        cxx_flags=table.opt_str_list("cxx-flags") or (),
-        cuda_flags=table.opt_str_list("cuda-flags") or (),
-        cuda_capabilities=table.opt_str_list("cuda-capabilities"),
-        cuda_minver=table.opt_version("cuda-minver"),
-    )
+    return _kernel_section(label, backend, table)
 
 
 def _parse_kernel_v6(
@@ -553,6 +543,13 @@ def _parse_kernel_v6(
         table._required(key)
     if language not in COMPILED_LANGUAGES:
         table.req_str("cargo-manifest")
+    return _kernel_section(label, backend, table, language)
+
+
+def _kernel_section(
+    label: str, backend: str, table: _Table, language: str | None = None
+) -> KernelSection:
+    """A ``[kernel.*]`` table's keys, once its edition's rules have admitted them."""
     return KernelSection(
         label=label,
         backend=backend,

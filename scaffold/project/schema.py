@@ -21,7 +21,7 @@ from pathlib import Path
 from scaffold.errors import SchemaError
 from scaffold.project.preprocessor import ConditionalMap
 from scaffold.project.preprocessor import Path as Path_
-from scaffold.project.signature import parse_parts, split_top_level
+from scaffold.project.signature import matching_paren, parse_parts, split_top_level
 from scaffold.support.safefs import read_regular_text
 from scaffold.vocabulary import (
     SCANNED_SUFFIXES,
@@ -111,19 +111,6 @@ class Registration:
 
 def _split_top_level(text: str, separator: str = ",") -> list[str]:
     return split_top_level(text, separator)
-
-
-def _matching_paren(text: str, start: int) -> int:
-    """Index of the ``)`` that closes the ``(`` at ``start``, or -1."""
-    depth = 0
-    for index in range(start, len(text)):
-        if text[index] == "(":
-            depth += 1
-        elif text[index] == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
 
 
 _OP_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)?$")
@@ -308,7 +295,7 @@ _LIBRARY_BLOCK = re.compile(
 
 def _call_arguments(source: _Source, open_paren: int) -> list[str]:
     """The top-level argument texts (masked) of the call whose ``(`` is at ``open_paren``."""
-    close = _matching_paren(source.masked, open_paren)
+    close = matching_paren(source.masked, open_paren)
     if close < 0:
         return []
     return _split_top_level(source.masked[open_paren + 1 : close])

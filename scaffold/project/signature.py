@@ -111,7 +111,8 @@ def _fresh_letters(text: str) -> list[str]:
     return [letter for letter in "zyxwvutsrqponmlkjihgfedcba" if letter not in used]
 
 
-def _closing(text: str, start: int) -> int:
+def matching_paren(text: str, start: int) -> int:
+    """Index of the ``)`` that closes the ``(`` at ``start``, or -1."""
     depth = 0
     for index in range(start, len(text)):
         if text[index] == "(":
@@ -150,7 +151,7 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
     text = text.strip()
     if not text.startswith("("):
         raise SchemaError(f"{where}: write it as '(arguments) -> returns'.")
-    close = _closing(text, 0)
+    close = matching_paren(text, 0)
     if close < 0:
         raise SchemaError(f"{where} has an unclosed argument list.")
     rest = text[close + 1 :].strip()
@@ -181,7 +182,7 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
             raise SchemaError(f"{where}: argument '{raw}' has no name.")
         (keyword_only if "*" in declared else positional).append(parsed)
         declared.append(re.sub(r"\s+", " ", raw.strip()))
-    if returns_text.startswith("(") and _closing(returns_text, 0) == len(returns_text) - 1:
+    if returns_text.startswith("(") and matching_paren(returns_text, 0) == len(returns_text) - 1:
         inner = [part for part in split_top_level(returns_text[1:-1]) if part]
     else:
         inner = [returns_text]
