@@ -192,7 +192,9 @@ def test_new_triton_builds_and_its_tests_pass_on_the_cpu(
     project = new_triton(tmp_path / "tk", example=example)
     output = _kscaffold_test(project)
     summary = output.strip().splitlines()[-1]
-    assert summary.startswith("kscaffold test passed. Tested: cpu (build/torch-cpu/)"), output
+    assert re.match(
+        r"kscaffold test passed \(\d+ passed, .*\)\. Tested: cpu \(build/torch-cpu/\)", summary
+    ), output
     assert re.search(r"\d+ passed", output) and "failed" not in output.lower(), output
     if "cuda (build/torch-cuda/)" not in summary:  # no GPU: the CUDA cases skip, saying why
         assert "Skipped: cuda (pure Python, copied into build/torch-cuda/" in summary, summary
