@@ -237,6 +237,20 @@ def find_cuda_toolkit() -> CudaToolkit:
     raise ToolchainError(f"nvcc was not found: {_INSTALL_CUDA}{pip_hint}.")
 
 
+def find_cuda_tool(name: str) -> Path | None:
+    """A CUDA developer tool (``ncu``, ``compute-sanitizer``): the toolkit's, else on PATH.
+
+    The toolkit is CUDA_HOME, CUDA_PATH or /usr/local/cuda; pip's toolkit carries neither tool.
+    """
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for home in filter(None, homes):
+        candidate = Path(home) / "bin" / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
 def _is_toolkit(home: Path) -> bool:
     return (home / "bin" / "nvcc").is_file() and (home / "include" / "cuda_runtime.h").is_file()
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -23,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from scaffold.compiler import BuildReporter
+from scaffold.compiler.toolchain import find_cuda_tool
 from scaffold.errors import InvalidOptionError, ToolchainError
 
 #: Metric name -> the field of :class:`KernelProfile` it fills.
@@ -71,14 +70,8 @@ class KernelProfile:
 
 
 def find_ncu() -> Path | None:
-    """The ncu of the toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda), else on PATH."""
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for home in filter(None, homes):
-        candidate = Path(home) / "bin" / "ncu"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("ncu")
-    return Path(found) if found else None
+    """Nsight Compute of the toolkit, else on PATH."""
+    return find_cuda_tool("ncu")
 
 
 def _number(text: str) -> float:

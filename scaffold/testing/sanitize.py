@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.compiler import BuildReporter
+from scaffold.compiler.toolchain import find_cuda_tool
 from scaffold.errors import InvalidOptionError, ToolchainError
 
 #: compute-sanitizer's tools, in the order they run.
@@ -101,14 +101,8 @@ def parse_tools(text: str | None) -> tuple[str, ...]:
 
 
 def find_compute_sanitizer() -> Path | None:
-    """compute-sanitizer of the toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda), else on PATH."""
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for home in filter(None, homes):
-        candidate = Path(home) / "bin" / "compute-sanitizer"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("compute-sanitizer")
-    return Path(found) if found else None
+    """compute-sanitizer of the toolkit, else on PATH."""
+    return find_cuda_tool("compute-sanitizer")
 
 
 def cuda_gpu_visible() -> bool:
