@@ -152,6 +152,52 @@ def test_a_large_memory_bound_workload_is_named_so() -> None:
     assert profile.verdict == "memory-bound at 91 % of DRAM peak"
 
 
+def _raw_page(units: dict[str, str], values: dict[str, str]) -> str:
+    """An ncu --page raw table of one launch: a header, a row of units, a row of values."""
+    header = ["ID", "Kernel Name", *units]
+    rows = [header, ["", "", *units.values()], ["0", "void k::k_kernel(char *)", *values.values()]]
+    return "\n".join(",".join(f'"{cell}"' for cell in row) for row in rows) + "\n"
+
+
+def test_traffic_counts_the_writes_the_dram_counter_misses() -> None:
+    # 100 MB read and 1 M sectors (32 MB) written in 30 µs, against 1536 bytes per cycle at
+    # 3.125 GHz (4.8 TB/s): 132 MB / 30 µs is 4.4 TB/s, 91.7 % of the peak, where the DRAM
+    # counter, blind to the writes still in the L2 cache, said 82 %.
+    metrics = {
+        "gpu__time_duration.sum": ("nsecond", "30,000"),
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "82.0"),
+        "dram__bytes_read.sum": ("byte", "100,000,000"),
+        "lts__t_sectors_srcunit_tex_op_write.sum": ("sector", "1,000,000"),
+        "dram__bytes.sum.peak_sustained": ("byte/cycle", "1,536"),
+        "dram__cycles_elapsed.avg.per_second": ("cycle/second", "3,125,000,000"),
+    }
+    base = {name: unit for name, (unit, _) in metrics.items()}
+    values = {name: value for name, (_, value) in metrics.items()}
+    (launch,) = parse_ncu_csv(_raw_page(base, values))
+    assert launch["traffic_pct"] == pytest.approx(100 * 132e6 / 30e-6 / 4.8e12)
+    (profile,) = summarize("k", "w", [launch])
+    assert (profile.dram_pct, profile.traffic_pct) == (82.0, 91.7)
+    assert profile.verdict == "memory-bound at 92 % of DRAM peak"
+    # The same launch in the units ncu picks when not asked for base units.
+    scaled = {**base, "dram__bytes_read.sum": "Mbyte", "lts__t_sectors_srcunit_tex_op_write.sum":
+              "Msector", "dram__cycles_elapsed.avg.per_second": "cycle/nsecond",
+              "gpu__time_duration.sum": "usecond"}  # fmt: skip
+    scaled_values = {**values, "dram__bytes_read.sum": "100", "gpu__time_duration.sum": "30",
+                     "lts__t_sectors_srcunit_tex_op_write.sum": "1",
+                     "dram__cycles_elapsed.avg.per_second": "3.125"}  # fmt: skip
+    (again,) = parse_ncu_csv(_raw_page(scaled, scaled_values))
+    assert again["traffic_pct"] == pytest.approx(launch["traffic_pct"])
+
+
+def test_without_the_traffic_metrics_the_dram_counter_decides() -> None:
+    (profile,) = summarize(
+        "img2gray", "uint8 8K", parse_ncu_csv(_fixture("ncu_img2gray_uint8_8K.txt"))
+    )
+    assert profile.traffic_pct == 0.0
+    assert profile.verdict == "memory-bound at 91 % of DRAM peak"
+    assert "-" in profile_table([profile]).splitlines()[1].split()
+
+
 def test_a_tiny_workload_is_launch_bound() -> None:
     launches = parse_ncu_csv(_fixture("ncu_img2gray_uint8_224x224.txt"))
     (profile,) = summarize("img2gray", "uint8 224x224", launches)
@@ -178,6 +224,13 @@ def test_kernel_names_are_shortened() -> None:
     assert short_kernel_name("void relu::(anonymous namespace)::relu_kernel<float, true>"
                              "(const T1 *, T1 *, long)") == "relu_kernel<float, true>"  # fmt: skip
     assert short_kernel_name("rms_norm::rms_kernel(float*, int)") == "rms_kernel"
+    # As ncu names the template's kernels on an H200, and other demanglers' anonymous namespaces.
+    assert short_kernel_name("img2gray_kernel<unsigned char, 1>(const T1 *, T1 *, long)") == (
+        "img2gray_kernel<unsigned char, 1>"
+    )
+    assert short_kernel_name("void g::<unnamed>::k<char, (bool)1>(const T1 *)") == (
+        "k<char, (bool)1>"
+    )
 
 
 def test_the_table_and_json_carry_every_kernel() -> None:
@@ -200,6 +253,7 @@ def test_the_ncu_command_leaves_clocks_alone_and_filters_the_ops_kernels() -> No
     assert command[command.index("--clock-control") + 1] == "none"
     assert command[command.index("--csv") + 1 : command.index("--csv") + 3] == ["--page", "raw"]
     assert set(command[command.index("--metrics") + 1].split(",")) == set(profiling.METRICS)
+    assert command[command.index("--print-units") + 1] == "base"
     assert command[-6:] == ["--profile", "3", "--sizes", "8K", "--dtypes", "uint8"]
 
 
@@ -252,6 +306,30 @@ def test_a_tool_run_streams_its_output_and_names_the_tool_to_the_tests(tmp_path:
     assert "tool initcheck 1 seen" in echoed
     assert run == ToolRun("initcheck", 3, None, {"passed": 7, "failed": 1, "skipped": 2}, 1)
     assert run.tests_run == 8 and not run.clean
+
+
+def _running(pid: int) -> bool:
+    """Whether a process runs (a killed one no parent has reaped yet is a zombie, not running)."""
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_tool_that_hangs_is_stopped_and_the_test_it_hung_in_named(tmp_path: Path) -> None:
+    # A stand-in for compute-sanitizer whose tests hang after the first: it and the child it
+    # started are stopped at the timeout.
+    sanitizer = _script(
+        tmp_path / "compute-sanitizer",
+        "echo 'tests/test_op.py::test_out[cuda] PASSED   [ 50%]'\n"
+        "sleep 600 &\necho $! > child.pid\nwait\n",
+    )
+    echoed: list[str] = []
+    run = sanitize.run_tool(sanitizer, "synccheck", ["pytest"], tmp_path, {}, echoed.append, 1.5)
+    assert run.timed_out_after == 1.5 and run.last_test == "tests/test_op.py::test_out[cuda]"
+    assert not run.clean
+    child = int((tmp_path / "child.pid").read_text())
+    assert not _running(child), "the tool's child outlived the timeout"
+    table = sanitize_table([run])
+    assert "stopped after 1.5 s, in the test after tests/test_op.py::test_out[cuda]" in table
 
 
 def test_profile_reports_each_workload_from_ncus_csv(

@@ -94,6 +94,8 @@ def test_triton_img2gray_uses_the_cpp_kernels_fixed_point() -> None:
     kernel = " + ".join(f"{c}.to(tl.int32) * {w}" for c, w in zip("rgb", weights, strict=True))
     assert f"total = {kernel} + 0x8000" in module
     assert "(total >> 16).to(tl.uint8)" in module
+    packed = " + ".join(f"{c} * {w}" for c, w in zip("rgb", weights, strict=True))
+    assert f"total = {packed} + 0x8000" in module  # the packed uint8 kernel's
 
 
 def test_generated_triton_project_parses_as_noarch(tmp_path: Path) -> None:
@@ -245,25 +247,30 @@ cut = sys.modules[kernel.__name__ + "._cut_triton"]
 
 
 def launch(module, source, result):
-    n = result.numel()
-    grid = ((n + module.BLOCK_SIZE - 1) // module.BLOCK_SIZE,)
-    module._kernel[grid](source, result, n, BLOCK_SIZE=module.BLOCK_SIZE)
+    module._launch(source, result)
     return result
 
 
 generator = torch.Generator().manual_seed(0)
+# 317 x 1031 pixels: the packed kernel's words, then 3 pixels for the general kernel.
 image = torch.randint(0, 256, (317, 1031, 3), dtype=torch.uint8, generator=generator)
 triton_gray = launch(gray, image, image.new_empty(image.shape[:-1]))
 pillow = torch.from_numpy(np.array(Image.fromarray(image.numpy()).convert("L")))
 assert torch.equal(triton_gray, pillow), "uint8 differs from Pillow"
 assert torch.equal(triton_gray, gray._cpu(image)), "uint8 differs from the CPU path"
+# A view one pixel into its storage is not 4-byte aligned: the general kernel alone.
+shifted = image.view(-1, 3)[1:]
+assert shifted.storage_offset() % 4 != 0
+shifted_gray = launch(gray, shifted, shifted.new_empty(shifted.shape[:-1]))
+assert torch.equal(shifted_gray, pillow.view(-1)[1:]), "unaligned uint8 differs from Pillow"
 for dtype in (torch.float32, torch.float16, torch.float64):
     image = torch.rand(37, 1031, 3, dtype=torch.float64, generator=generator).to(dtype)
     result = launch(gray, image, image.new_empty(image.shape[:-1]))
     torch.testing.assert_close(result, gray._cpu(image))
 x = torch.randn(10007, generator=generator)
 x[:3] = torch.tensor([float("nan"), -0.0, -1.0])
-result = launch(cut, x, torch.empty_like(x))
+result = torch.empty_like(x)
+cut._kernel[(-(-x.numel() // cut.BLOCK_SIZE),)](x, result, x.numel(), BLOCK_SIZE=cut.BLOCK_SIZE)
 torch.testing.assert_close(result, torch.relu(x), rtol=0, atol=0, equal_nan=True)
 assert torch.equal(result.signbit(), torch.relu(x).signbit())
 print("agree")

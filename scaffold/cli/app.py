@@ -29,6 +29,7 @@ from scaffold.project.names import KNOWN_LICENSES
 from scaffold.project.spec import EXAMPLES, ProjectSpec
 from scaffold.project.stableabi import DEFAULT_STABLE_ABI
 from scaffold.release.clean import clean_project
+from scaffold.testing.sanitize import DEFAULT_TIMEOUT_S
 from scaffold.vocabulary import (
     CPP_LANGUAGE,
     DEFAULT_BACKENDS,
@@ -460,6 +461,13 @@ def sanitize(
             help="Comma-separated tools (default: memcheck,racecheck,initcheck,synccheck)."
         ),
     ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            help="Seconds each tool may run before it is stopped and the test it hung in named.",
+        ),
+    ] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Build, then run the CUDA tests under each compute-sanitizer tool; exit 1 on any finding."""
     from scaffold.cli.build_progress import ConsoleBuildReporter
@@ -478,6 +486,7 @@ def sanitize(
             pytest_args=ctx.meta.get(_PYTEST_ARGS, []),
             reporter=reporter,
             echo=echo,
+            timeout_s=timeout,
         )
     finally:
         reporter.close()

@@ -35,7 +35,17 @@ METRICS: dict[str, str] = {
     # compiler could not keep in registers. 0 for a kernel that does not spill.
     "smsp__sass_inst_executed_op_local_ld.sum": "local_loads",
     "smsp__sass_inst_executed_op_local_st.sum": "local_stores",
+    # The traffic a kernel causes: what it reads from DRAM, and what its stores send to the L2
+    # cache (32-byte sectors), all of which goes on to DRAM. The DRAM counter above misses the
+    # writes still in the L2 cache when a kernel ends: a tenth of the bytes of a 30 µs kernel.
+    "dram__bytes_read.sum": "dram_read_bytes",
+    "lts__t_sectors_srcunit_tex_op_write.sum": "written_sectors",
+    # DRAM's peak: bytes per cycle times cycles per second (as ncu's roofline computes it).
+    "dram__bytes.sum.peak_sustained": "dram_peak_bytes_per_cycle",
+    "dram__cycles_elapsed.avg.per_second": "dram_cycles_per_second",
 }
+#: Bytes in one L2 sector.
+SECTOR_BYTES = 32
 
 #: The verdict's thresholds, printed under the table and written to the JSON.
 THRESHOLDS = {
@@ -48,6 +58,10 @@ PROFILE_CALLS = 3
 
 _TIME_UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
                "ms": 1e3, "second": 1e6, "s": 1e6}  # fmt: skip
+#: ncu's unit prefixes (asked for in base units, but read scaled too).
+_PREFIXES = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+#: Per-time units of a rate: cycle/nsecond is 1e9 cycles per second.
+_PER_TIME = {"second": 1.0, "msecond": 1e3, "usecond": 1e6, "nsecond": 1e9}
 _NO_PERMISSION = "ERR_NVGPUCTRPERM"
 
 
@@ -61,6 +75,8 @@ class KernelProfile:
     launches: int
     duration_us: float
     dram_pct: float
+    #: DRAM reads and the kernel's writes per second, as % of DRAM's peak (0 when unmeasured).
+    traffic_pct: float
     sm_pct: float
     occupancy_pct: float
     registers: int
@@ -77,6 +93,33 @@ def find_ncu() -> Path | None:
 def _number(text: str) -> float:
     cleaned = text.replace(",", "").strip()
     return float(cleaned) if cleaned and cleaned not in {"n/a", "N/A"} else 0.0
+
+
+def _in_base_units(value: float, unit: str) -> float:
+    """``value`` in bytes, sectors, or per second, from a unit ncu may have scaled."""
+    unit = unit.strip()
+    if unit.endswith("hz"):  # Ghz, Mhz: a frequency
+        return value * _PREFIXES.get(unit[:-2].upper(), 1.0)
+    amount, _, per = unit.partition("/")
+    value *= _PER_TIME.get(per, 1.0)
+    for name in ("byte", "sector", "cycle"):
+        if amount.endswith(name):
+            return value * _PREFIXES.get(amount[: -len(name)], 1.0)
+    return value
+
+
+def traffic_percent(launch: dict[str, object]) -> float:
+    """DRAM reads plus the kernel's writes, per second of its duration, as % of DRAM's peak."""
+
+    def value(field: str) -> float:
+        return float(str(launch.get(field, 0.0)))
+
+    peak = value("dram_peak_bytes_per_cycle") * value("dram_cycles_per_second")
+    seconds = value("duration_us") * 1e-6
+    if peak <= 0 or seconds <= 0:
+        return 0.0
+    moved = value("dram_read_bytes") + SECTOR_BYTES * value("written_sectors")
+    return 100.0 * moved / seconds / peak
 
 
 def ncu_failure(output: str) -> str | None:
@@ -136,7 +179,10 @@ def parse_ncu_csv(output: str) -> list[dict[str, object]]:
             value = _number(text)
             if field == "duration_us":
                 value *= _TIME_UNITS.get(unit.strip(), 1e-3)
+            elif unit.strip() not in {"", "%"}:
+                value = _in_base_units(value, unit)
             launch[field] = value
+        launch["traffic_pct"] = traffic_percent(launch)
         parsed.append(launch)
     return parsed
 
@@ -155,25 +201,30 @@ def short_kernel_name(name: str) -> str:
     gives ``img2gray_kernel<unsigned char, true>``.
     """
     name = re.sub(r"^void\s+", "", name.strip())
-    depth, cut = 0, len(name)
-    for i, char in enumerate(name):  # the parameter list is the first "(" outside <>
-        if char == "<":
+    if name.endswith(")"):  # the parameter list: from the "(" that closes at the end
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                name = name[:i]
+                break
+    start, depth = 0, 0
+    for i, char in enumerate(name):  # after the last "::" outside <> and ()
+        if char in "<(":
             depth += 1
-        elif char == ">":
+        elif char in ">)":
             depth -= 1
-        elif char == "(" and depth == 0 and not name[i:].startswith("(anonymous"):
-            cut = i
-            break
-    name = name[:cut]
-    head, angle, tail = name.partition("<")
-    return head.rsplit("::", 1)[-1] + angle + tail
+        elif depth == 0 and name.startswith("::", i):
+            start = i + 2
+    return name[start:]
 
 
 def verdict(duration_us: float, dram_pct: float, sm_pct: float) -> str:
     """What bounds a kernel, by :data:`THRESHOLDS`.
 
-    A kernel near either peak is bound by it, however short; one near neither is bound by launch
-    and ramp-up latency when it is short, else by the latency of its accesses.
+    ``dram_pct`` is the kernel's share of DRAM's peak (its traffic's, where measured). A kernel
+    near either peak is bound by it, however short; one near neither is bound by launch and
+    ramp-up latency when it is short, else by the latency of its accesses.
     """
     memory = dram_pct >= THRESHOLDS["memory_bound_from_dram_pct"]
     compute = sm_pct >= THRESHOLDS["compute_bound_from_sm_pct"]
@@ -199,6 +250,7 @@ def summarize(op: str, workload: str, launches: Sequence[dict[str, object]]) -> 
             return statistics.median(values) if values else 0.0
 
         duration, dram, sm = median("duration_us"), median("dram_pct"), median("sm_pct")
+        traffic = median("traffic_pct")
         profiles.append(
             KernelProfile(
                 op=op,
@@ -207,12 +259,14 @@ def summarize(op: str, workload: str, launches: Sequence[dict[str, object]]) -> 
                 launches=len(runs),
                 duration_us=round(duration, 3),
                 dram_pct=round(dram, 1),
+                traffic_pct=round(traffic, 1),
                 sm_pct=round(sm, 1),
                 occupancy_pct=round(median("occupancy_pct"), 1),
                 registers=int(median("registers")),
                 local_loads=int(median("local_loads")),
                 local_stores=int(median("local_stores")),
-                verdict=verdict(duration, dram, sm),
+                # The traffic where measured: the DRAM counter undercounts short kernels.
+                verdict=verdict(duration, traffic or dram, sm),
             )
         )
     return profiles
@@ -226,6 +280,7 @@ def ncu_command(ncu: Path, op: str, benchmark: Path, size: str, dtype: str) -> l
         "--page", "raw",
         "--clock-control", "none",
         "--metrics", ",".join(METRICS),
+        "--print-units", "base",
         "--kernel-name-base", "demangled",
         # The template's kernels live in a namespace named after their op.
         "--kernel-name", f"regex:(^|[^A-Za-z0-9_]){re.escape(op)}::",
@@ -320,7 +375,10 @@ def profile_project(
     return profiles
 
 
-COLUMNS = ("op", "workload", "kernel", "µs", "DRAM %", "occupancy %", "regs", "spills", "verdict")
+COLUMNS = (
+    "op", "workload", "kernel", "µs", "traffic %", "DRAM %", "occupancy %", "regs", "spills",
+    "verdict",
+)  # fmt: skip
 
 
 def profile_table(profiles: Sequence[KernelProfile]) -> str:
@@ -333,6 +391,7 @@ def profile_table(profiles: Sequence[KernelProfile]) -> str:
                 p.workload,
                 p.kernel,
                 f"{p.duration_us:.1f}",
+                f"{p.traffic_pct:.1f}" if p.traffic_pct else "-",
                 f"{p.dram_pct:.1f}",
                 f"{p.occupancy_pct:.1f}",
                 str(p.registers),
@@ -351,7 +410,9 @@ def profile_table(profiles: Sequence[KernelProfile]) -> str:
         f"memory-bound from {t['memory_bound_from_dram_pct']:g} % of DRAM peak, compute-bound "
         f"from {t['compute_bound_from_sm_pct']:g} % of SM peak; below both, "
         f"latency/launch-bound under {t['launch_bound_below_us']:g} µs, else latency-bound. "
-        "spills: local-memory load and store instructions executed."
+        "traffic %: DRAM reads and the kernel's writes per second, as % of DRAM peak (what "
+        "the verdict uses); DRAM %: the DRAM counter, which misses writes still in the L2 cache "
+        "when the kernel ends. spills: local-memory load and store instructions executed."
     )
     return "\n".join(lines)
 

@@ -11,9 +11,12 @@ Each tool's summary line and pytest's counts make one :class:`ToolRun`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +54,10 @@ class ToolRun:
     tests: dict[str, int]
     #: pytest's exit status under the tool.
     status: int
+    #: Seconds after which the tool was stopped, or None when it ended on its own.
+    timed_out_after: float | None = None
+    #: The last test pytest reported before the tool was stopped: the hang is in the next one.
+    last_test: str | None = None
 
     @property
     def tests_run(self) -> int:
@@ -59,7 +66,10 @@ class ToolRun:
     @property
     def clean(self) -> bool:
         """No error, no hazard, a summary printed, and the tests passed."""
-        return self.errors == 0 and not self.hazards and self.status == 0
+        return (
+            self.errors == 0 and not self.hazards and self.status == 0
+            and self.timed_out_after is None
+        )  # fmt: skip
 
 
 def parse_sanitizer_summary(output: str) -> tuple[int | None, int | None]:
@@ -98,6 +108,18 @@ def parse_tools(text: str | None) -> tuple[str, ...]:
             f"{','.join(SANITIZER_TOOLS)}."
         )
     return tools
+
+
+_TEST_REPORT = re.compile(r"^(\S+::\S+) (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)\b")
+#: The default limit of one tool's pass, in seconds: a kernel or test that hangs under a tool
+#: (they serialize and instrument every launch) is stopped and named instead of waited on.
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+def last_reported_test(output: str) -> str | None:
+    """The last test pytest -v reported an outcome for (``tests/t.py::test_x[cuda]``)."""
+    tests = [m[1] for line in output.splitlines() if (m := _TEST_REPORT.match(line))]
+    return tests[-1] if tests else None
 
 
 def find_compute_sanitizer() -> Path | None:
@@ -139,8 +161,13 @@ def run_tool(
     project: Path,
     environment: dict[str, str],
     echo: Callable[[str], None],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> ToolRun:
-    """Run ``command`` under ``compute-sanitizer --tool tool``, echoing and parsing its output."""
+    """Run ``command`` under ``compute-sanitizer --tool tool``, echoing and parsing its output.
+
+    After ``timeout_s`` seconds the tool and everything it started are stopped, and the run
+    names the last test that finished.
+    """
     full = [str(sanitizer), "--tool", tool, *command]
     echo(f"$ {' '.join(full)}")
     lines: list[str] = []
@@ -152,15 +179,35 @@ def run_tool(
         stderr=subprocess.STDOUT,
         text=True,
         errors="replace",
+        start_new_session=True,  # its own process group: a timeout stops the whole tree
     ) as process:
         assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            echo(line.rstrip("\n"))
-        status = process.wait()
+        timer = threading.Timer(timeout_s, _stop_group, (process,))
+        timer.start()
+        try:
+            for line in process.stdout:
+                lines.append(line)
+                echo(line.rstrip("\n"))
+            status = process.wait()
+        finally:
+            timer.cancel()
     output = "".join(lines)
     errors, hazards = parse_sanitizer_summary(output)
-    return ToolRun(tool, errors, hazards, parse_pytest_counts(output), status)
+    stopped = timer.finished.is_set() and status < 0
+    return ToolRun(
+        tool,
+        errors,
+        hazards,
+        parse_pytest_counts(output),
+        status,
+        timed_out_after=timeout_s if stopped else None,
+        last_test=last_reported_test(output),
+    )
+
+
+def _stop_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 def sanitize_project(
@@ -170,6 +217,7 @@ def sanitize_project(
     pytest_args: Sequence[str] = (),
     reporter: BuildReporter | None = None,
     echo: Callable[[str], None] = print,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[ToolRun]:
     """Build the CUDA variant if stale, then run its tests under each tool; one run per tool.
 
@@ -184,9 +232,11 @@ def sanitize_project(
     )
     if not tests.tested:
         raise ToolchainError(f"Nothing to sanitize: {tests.describe()}")
-    command = [*tests.command, "-q", "-p", "no:cacheprovider"]
+    # -v: a line per test as it ends, so that a test that hangs under a tool can be named.
+    command = [*tests.command, "-v", "-p", "no:cacheprovider"]
     return [
-        run_tool(sanitizer, tool, command, tests.project, tests.environment, echo) for tool in tools
+        run_tool(sanitizer, tool, command, tests.project, tests.environment, echo, timeout_s)
+        for tool in tools
     ]
 
 
@@ -196,7 +246,9 @@ def sanitize_table(runs: Sequence[ToolRun]) -> str:
     rows = [header]
     for run in runs:
         verdict = "clean" if run.clean else (
-            "no summary (crashed?)" if run.errors is None
+            f"stopped after {run.timed_out_after:g} s, in the test after "
+            f"{run.last_test or 'the start'}" if run.timed_out_after is not None
+            else "no summary (crashed?)" if run.errors is None
             else f"pytest exited {run.status}" if not run.errors and not run.hazards
             else "FINDINGS"
         )  # fmt: skip
