@@ -488,16 +488,12 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def gpu_busy_work(device: torch.device) -> None:
-    """Queue about 100 ms of matrix products on the current stream (their values are unused)."""
-    import os
-
-    # Under compute-sanitizer every kernel is instrumented (racecheck follows each shared-memory
-    # access of the products): a few small products take as long there.
-    under_sanitizer = bool(os.environ.get("KSCAFFOLD_SANITIZER"))
-    size = 512 if under_sanitizer else 4096
-    a = torch.full((size, size), 1e-3, device=device)
-    for _ in range(2 if under_sanitizer else 40):
-        a = a @ a
+    """Queue a kernel that spins for about 100 ms on the current stream."""
+    # torch.cuda._sleep is the spin kernel PyTorch's own stream tests use: it touches no memory,
+    # so it costs the same under every compute-sanitizer tool (cuBLAS's matrix products, the
+    # alternative, use Hopper's asynchronous barriers, which the tools follow very slowly).
+    clock_hz = torch.cuda.get_device_properties(device).clock_rate * 1000
+    torch.cuda._sleep(int(0.1 * (clock_hz or 2e9)))
 
 
 @ON_CUDA
