@@ -263,6 +263,12 @@ shifted = image.view(-1, 3)[1:]
 assert shifted.storage_offset() % 4 != 0
 shifted_gray = launch(gray, shifted, shifted.new_empty(shifted.shape[:-1]))
 assert torch.equal(shifted_gray, pillow.view(-1)[1:]), "unaligned uint8 differs from Pillow"
+# An aligned image into a result one byte into its storage (an out= view): general kernel too.
+flat = image.view(-1, 3)
+shifted_out = flat.new_empty(flat.shape[0] + 1)[1:]
+assert shifted_out.storage_offset() % 4 != 0
+launch(gray, flat, shifted_out)
+assert torch.equal(shifted_out, pillow.view(-1)), "uint8 into an unaligned result differs"
 for dtype in (torch.float32, torch.float16, torch.float64):
     image = torch.rand(37, 1031, 3, dtype=torch.float64, generator=generator).to(dtype)
     result = launch(gray, image, image.new_empty(image.shape[:-1]))
