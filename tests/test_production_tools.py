@@ -248,12 +248,16 @@ def test_the_table_and_json_carry_every_kernel() -> None:
     assert [k["workload"] for k in data["kernels"]] == ["uint8 8K", "uint8 224x224"]
 
 
-def test_the_ncu_command_leaves_clocks_alone_and_filters_the_ops_kernels() -> None:
-    command = ncu_command(Path("/cuda/bin/ncu"), "img2gray", Path("b.py"), "8K", "uint8")
+def test_the_ncu_command_leaves_clocks_alone_and_profiles_the_workloads_range() -> None:
+    workload = {"name": "uint8 8K", "size": "8K", "dtype": "uint8"}
+    command = ncu_command(Path("/cuda/bin/ncu"), Path("b.py"), workload)
     assert command[command.index("--clock-control") + 1] == "none"
     assert command[command.index("--csv") + 1 : command.index("--csv") + 3] == ["--page", "raw"]
     assert set(command[command.index("--metrics") + 1].split(",")) == set(profiling.METRICS)
     assert command[command.index("--print-units") + 1] == "base"
+    # The harness's NVTX range of the workload: the op's kernels, C++ or Triton, named anything.
+    assert "--nvtx" in command and command[command.index("--nvtx-include") + 1] == "uint8 8K/"
+    assert "--kernel-name" not in command
     assert command[-6:] == ["--profile", "3", "--sizes", "8K", "--dtypes", "uint8"]
 
 

@@ -2,8 +2,8 @@
 
 For each workload of an op's ``benchmarks/benchmark*.py`` (listed by its ``--list``), ``ncu`` runs
 that file's ``--profile N`` mode (N calls of the kernel, nothing timed) with the GPU's clocks left
-alone (``--clock-control none``), only the project's kernels profiled (those in the op's C++
-namespace), and the few metrics below in CSV. :func:`parse_ncu_csv` reads that CSV;
+alone (``--clock-control none``), only the kernels the op launches profiled (those inside the
+workload's NVTX range), and the few metrics below in CSV. :func:`parse_ncu_csv` reads that CSV;
 :func:`verdict` names what bounds each kernel, with the thresholds stated in :data:`THRESHOLDS`.
 """
 
@@ -272,8 +272,13 @@ def summarize(op: str, workload: str, launches: Sequence[dict[str, object]]) -> 
     return profiles
 
 
-def ncu_command(ncu: Path, op: str, benchmark: Path, size: str, dtype: str) -> list[str]:
-    """The ncu command over the harness's --profile mode for one workload, only the op's kernels."""
+def ncu_command(ncu: Path, benchmark: Path, workload: dict[str, object]) -> list[str]:
+    """The ncu command over the harness's --profile mode for one workload.
+
+    The harness calls the op inside an NVTX range named after the workload, and ncu profiles
+    the kernels launched inside it: the op's own, whatever their names (C++ kernels in the op's
+    namespace, Triton kernels named after their functions, a copy the op makes of its input).
+    """
     return [
         str(ncu),
         "--csv",
@@ -282,10 +287,10 @@ def ncu_command(ncu: Path, op: str, benchmark: Path, size: str, dtype: str) -> l
         "--metrics", ",".join(METRICS),
         "--print-units", "base",
         "--kernel-name-base", "demangled",
-        # The template's kernels live in a namespace named after their op.
-        "--kernel-name", f"regex:(^|[^A-Za-z0-9_]){re.escape(op)}::",
+        "--nvtx", "--nvtx-include", f"{workload['name']}/",
         sys.executable, str(benchmark),
-        "--profile", str(PROFILE_CALLS), "--sizes", size, "--dtypes", dtype,
+        "--profile", str(PROFILE_CALLS),
+        "--sizes", str(workload["size"]), "--dtypes", str(workload["dtype"]),
     ]  # fmt: skip
 
 
@@ -357,7 +362,7 @@ def profile_project(
             )
         for workload in chosen:
             echo(f"profiling {name} {workload['name']}")
-            command = ncu_command(ncu, name, path, workload["size"], workload["dtype"])
+            command = ncu_command(ncu, path, workload)
             result = subprocess.run(
                 command, capture_output=True, text=True, cwd=project, check=False
             )
