@@ -213,7 +213,8 @@ def short_kernel_name(name: str) -> str:
         if char in "<(":
             depth += 1
         elif char in ">)":
-            depth -= 1
+            # Never below 0: ncu writes the anonymous namespace as "unnamed>" (its "<" lost).
+            depth = max(depth - 1, 0)
         elif depth == 0 and name.startswith("::", i):
             start = i + 2
     return name[start:]
