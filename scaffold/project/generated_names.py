@@ -30,6 +30,7 @@ GENERATED_IDENTIFIERS: tuple[str, ...] = (
     "{op}_cpu",
     "{op}_cuda",
     "{op}_kernel",
+    "{op}_long_rows_kernel",
     "{op}_no_grad",
     "{op}_out",
     "{op}_out_cpu",
