@@ -41,6 +41,11 @@ OPS = {
     "norm2": "(Tensor x, Tensor? bias=None, float eps=1e-5, int[] dims=[]) -> (Tensor, Tensor)",
     "axpy": "(Tensor(a!) x, Scalar alpha) -> ()",
     "stack_sum": "(Tensor[] xs, *, bool flag=False) -> Tensor",
+    # Optional lists, a bool list (a std::array in C++) and a list of results.
+    "split_scale": (
+        "(Tensor x, SymInt[]? sizes=None, bool[2] mask=[True,False], *, float[]? w=None) "
+        "-> (Tensor, Tensor[])"
+    ),
 }
 
 
@@ -114,8 +119,33 @@ OPS = {
             "at::Tensor",
             "torch.Tensor",
         ),
+        (
+            "(Tensor(a!)[] xs, int[]? dims, int[1]? dim=None, bool[3] mask=True) -> Tensor[]",
+            [
+                "at::TensorList xs",
+                "at::OptionalIntArrayRef dims",
+                "at::OptionalIntArrayRef dim",
+                "std::array<bool, 3> mask",
+            ],
+            [
+                "xs: Sequence[torch.Tensor]",
+                "dims: Sequence[int] | None",
+                "dim: Sequence[int] | None = None",
+                "mask: Sequence[bool] = (True, True, True)",
+            ],
+            "std::vector<at::Tensor>",
+            "list[torch.Tensor]",
+        ),
     ],
-    ids=["two-results", "in-place", "list-keyword-only", "scalars", "out", "loose-spacing"],
+    ids=[
+        "two-results",
+        "in-place",
+        "list-keyword-only",
+        "scalars",
+        "out",
+        "loose-spacing",
+        "lists",
+    ],
 )
 def test_schemas_map_to_cpp_and_python_types(
     schema: str, cpp: list[str], python: list[str], cpp_return: str, py_return: str
@@ -124,6 +154,16 @@ def test_schemas_map_to_cpp_and_python_types(
     assert described["cpp_params"] == cpp
     assert described["py_params"] == python
     assert (described["cpp_return"], described["py_return"]) == (cpp_return, py_return)
+
+
+def test_lists_reach_the_dispatcher_as_lists_and_the_fake_makes_lists() -> None:
+    described = describe("op", "(Tensor[] xs, int[]? dims=None, bool[2] m) -> Tensor[]")
+    assert described["call_args"] == ["list(xs)", "None if dims is None else list(dims)", "list(m)"]
+    assert described["fake_return"] == "[torch.empty_like(tensor) for tensor in xs]"
+    assert described["cpp_headers"] == ["array", "optional", "tuple", "vector"]
+    one = describe("op", "(Tensor x) -> (Tensor, Tensor[])")
+    assert one["fake_return"] == "torch.empty_like(x), [torch.empty_like(x)]"
+    assert describe("op", "(Tensor x) -> Tensor")["cpp_headers"] == ["optional", "tuple"]
 
 
 def test_names_only_the_generated_code_needs_are_free() -> None:
@@ -167,6 +207,9 @@ BAD_SCHEMAS = {
     "check-local": ("(Tensor x, Tensor i) -> Tensor", r"'i': the generated checks use"),
     "no-tensor": ("(int n) -> Tensor", r"no 'Tensor' or 'Tensor\[\]' argument"),
     "scalar-return": ("(Tensor x) -> int", r"return 1 'int': .*returns are 'Tensor'"),
+    "list-view-return": ("(Tensor(a!)[] x) -> Tensor(a!)[]", r"return 1 .*returns are 'Tensor'"),
+    "bool-list-length": ("(Tensor x, bool[] m) -> Tensor", r"'m': give a bool list its length"),
+    "optional-bool-list": ("(Tensor x, bool[2]? m) -> Tensor", r"no code for type 'bool\[2\]\?'"),
     "no-name": ("(Tensor) -> Tensor", r"cannot read argument 'Tensor'"),
     "unclosed": ("(Tensor x", r"unclosed argument list"),
     "no-returns": ("(Tensor x)", r"no '-> returns' part"),
@@ -284,6 +327,13 @@ def test_the_wrapper_and_fake_carry_the_schema(grown: Grown) -> None:
             "stack_sum",
             "at::Tensor stack_sum_{backend}(at::TensorList xs, bool flag) {",
             "check_inputs(xs);",
+        ),
+        (
+            "split_scale",
+            "std::tuple<at::Tensor, std::vector<at::Tensor>> split_scale_{backend}(\n"
+            "    const at::Tensor& x,\n    at::OptionalIntArrayRef sizes,\n"
+            "    std::array<bool, 2> mask,\n    std::optional<at::ArrayRef<double>> w) {",
+            "check_inputs(x);",
         ),
     ],
 )

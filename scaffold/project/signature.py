@@ -225,6 +225,12 @@ _LISTS: dict[BaseTy, tuple[str, str, str]] = {
     BaseTy.SymInt: ("at::IntArrayRef", "Sequence[int]", "[-1]"),
     BaseTy.float: ("at::ArrayRef<double>", "Sequence[float]", "[0.5]"),
 }
+#: The C++ parameter types of the lists the schema may make optional ('int[]?').
+_OPTIONAL_LISTS: dict[Type, str] = {
+    BaseType(BaseTy.int): "at::OptionalIntArrayRef",
+    BaseType(BaseTy.SymInt): "at::OptionalIntArrayRef",
+    BaseType(BaseTy.float): "std::optional<at::ArrayRef<double>>",
+}
 #: Sample tensors' shape in tests: small, odd, no multiple of any block size.
 SAMPLE_SHAPE = "(7, 13)"
 #: Names the generated C++ and Python use around the arguments (namespaces, modules, helpers,
@@ -344,11 +350,14 @@ def _map_type(
             if t.elem.name == BaseTy.Scalar:
                 wrapped = f"const {wrapped}&"
             return ("value", wrapped, f"{py} | None", sample, value)
+        if isinstance(t.elem, ListType) and t.elem.elem in _OPTIONAL_LISTS:
+            _, _, py, sample, _ = _map_type(t.elem, mutated, None, here)
+            return ("value", _OPTIONAL_LISTS[t.elem.elem], f"{py} | None", sample, value)
         raise SchemaError(f"{here}: kscaffold generates no code for type '{t}'.")
     if isinstance(t, ListType):
         if default is not None:
             raise_list = SchemaError(f"{here}: default '{default}' is not a list of {t.elem}.")
-            if isinstance(t.elem, BaseType) and t.elem.name in _LISTS:
+            if isinstance(t.elem, BaseType) and t.elem.name in (*_LISTS, BaseTy.bool):
                 items = default[1:-1].split(",") if default.startswith("[") else None
                 if items is None:
                     if t.size is None:
@@ -372,6 +381,12 @@ def _map_type(
         if isinstance(t.elem, BaseType) and t.elem.name in _LISTS:
             cpp, py, sample = _LISTS[t.elem.name]
             return ("value", cpp, py, sample, default)
+        if t.elem == BaseType(BaseTy.bool):
+            # ATen passes a bool list as a std::array, so the dispatcher wants its length.
+            if t.size is None:
+                raise SchemaError(f"{here}: give a bool list its length, as in 'bool[3]'.")
+            sample = f"[{', '.join(['True'] * t.size)}]"
+            return ("value", f"std::array<bool, {t.size}>", "Sequence[bool]", sample, default)
         raise SchemaError(f"{here}: kscaffold generates no code for type '{t}'.")
     if isinstance(t, BaseType) and t.name in _SCALARS:
         cpp, py, sample = _SCALARS[t.name]
@@ -432,7 +447,15 @@ def describe(name: str, text: str) -> dict[str, Any]:
             "returns nothing ('-> ()')."
         )
     like = f"{first['name']}[0]" if first["kind"] == "tensor_list" else first["name"]
-    fake_results = [r["alias"] or f"torch.empty_like({like})" for r in returns]
+    # A new list of tensors: one like each tensor of a list argument, or one like the tensor.
+    new_list = (
+        f"[torch.empty_like(tensor) for tensor in {first['name']}]"
+        if first["kind"] == "tensor_list"
+        else f"[torch.empty_like({like})]"
+    )
+    fake_results = [
+        r["alias"] or (new_list if r["is_list"] else f"torch.empty_like({like})") for r in returns
+    ]
     cpp_types = [r["cpp"] for r in returns]
     py_types = [r["py"] for r in returns]
     schema = f"{name}{parts.text()}"
@@ -457,9 +480,7 @@ def describe(name: str, text: str) -> dict[str, Any]:
         ],
         "py_params": _python_parameters(args),
         "call_args": [
-            ("" if not a["keyword_only"] else f"{a['name']}=")
-            + (f"list({a['name']})" if a["py"].startswith("Sequence") else a["name"])
-            for a in args
+            ("" if not a["keyword_only"] else f"{a['name']}=") + _call_value(a) for a in args
         ],
         # What the fake returns: a new tensor like the first tensor argument, or the argument
         # a return aliases.
@@ -483,7 +504,23 @@ def describe(name: str, text: str) -> dict[str, Any]:
         # torch.compile functionalizes a custom op only if no return aliases an argument.
         "returns_alias": bool(aliased),
         "uses_sequence": any("Sequence" in a["py"] for a in args),
+        # The standard headers the skeletons' signature needs.
+        "cpp_headers": sorted(
+            {"optional", "tuple"}
+            | {"array" for a in args if "std::array" in a["cpp"]}
+            | {"vector" for t in cpp_types if "std::vector" in t}
+        ),
     }
+
+
+def _call_value(arg: dict[str, Any]) -> str:
+    """The wrapper's expression for an argument: a sequence as the list the dispatcher takes."""
+    name: str = arg["name"]
+    if not arg["py"].startswith("Sequence"):
+        return name
+    if arg["py"].endswith("| None"):
+        return f"None if {name} is None else list({name})"
+    return f"list({name})"
 
 
 def _python_parameters(args: list[dict[str, Any]]) -> list[str]:
@@ -501,10 +538,18 @@ def _describe_return(
     ret: Return, index: int, aliases: dict[str, str], where: str
 ) -> dict[str, Any]:
     here = f"{where}, return {index + 1} '{ret}'"
+    if ret.type == ListType(BaseType(BaseTy.Tensor), None) and ret.annotation is None:
+        return {
+            "name": ret.name,
+            "alias": None,
+            "is_list": True,
+            "cpp": "std::vector<at::Tensor>",
+            "py": "list[torch.Tensor]",
+        }
     if ret.type != BaseType(BaseTy.Tensor):
         raise SchemaError(
-            f"{here}: kscaffold generates ops whose returns are 'Tensor' (new, or an argument "
-            "marked '(a!)'); return the other values as tensors."
+            f"{here}: kscaffold generates ops whose returns are 'Tensor' or 'Tensor[]' (new, "
+            "or an argument marked '(a!)'); return the other values as tensors."
         )
     alias = None
     if ret.annotation is not None:
@@ -521,6 +566,7 @@ def _describe_return(
     return {
         "name": ret.name,
         "alias": alias,
+        "is_list": False,
         "cpp": "at::Tensor&" if mutated else "at::Tensor",
         "py": "torch.Tensor",
     }
