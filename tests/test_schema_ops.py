@@ -166,6 +166,13 @@ def test_lists_reach_the_dispatcher_as_lists_and_the_fake_makes_lists() -> None:
     assert describe("op", "(Tensor x) -> Tensor")["cpp_headers"] == ["optional", "tuple"]
 
 
+def test_a_random_op_takes_an_optional_generator() -> None:
+    described = describe("dropout", "(Tensor x, float p=0.5, Generator? generator=None) -> Tensor")
+    assert described["cpp_params"][-1] == "std::optional<at::Generator> generator"
+    assert described["py_params"][-1] == "generator: torch.Generator | None = None"
+    assert described["args"][-1]["sample"] == "None"
+
+
 def test_names_only_the_generated_code_needs_are_free() -> None:
     described = describe("op", "(Tensor type, int i, int match, Tensor device) -> Tensor")
     assert [a["name"] for a in described["args"]] == ["type", "i", "match", "device"]

@@ -45,7 +45,7 @@ def ops_py(ops_name: str) -> str:
 
 import torch
 
-# Importing the native module loads it, which registers the ops under torch.ops.{ops_name}.
+# Importing the native module loads it, which registers the ops in the namespace below.
 from . import {ops_name}  # noqa: F401
 
 ops = torch.ops.{ops_name}

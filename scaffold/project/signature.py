@@ -350,6 +350,14 @@ def _map_type(
             if t.elem.name == BaseTy.Scalar:
                 wrapped = f"const {wrapped}&"
             return ("value", wrapped, f"{py} | None", sample, value)
+        if t.elem == BaseType(BaseTy.Generator):  # random ops: None takes torch's default one
+            return (
+                "value",
+                "std::optional<at::Generator>",
+                "torch.Generator | None",
+                "None",
+                value,
+            )
         if isinstance(t.elem, ListType) and t.elem.elem in _OPTIONAL_LISTS:
             _, _, py, sample, _ = _map_type(t.elem, mutated, None, here)
             return ("value", _OPTIONAL_LISTS[t.elem.elem], f"{py} | None", sample, value)
