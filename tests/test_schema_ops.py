@@ -173,6 +173,38 @@ def test_a_random_op_takes_an_optional_generator() -> None:
     assert described["args"][-1]["sample"] == "None"
 
 
+def _ruff_clean(files: dict[str, bytes], root: Path) -> None:
+    for relative, data in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(data)
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command], cwd=root, capture_output=True, text=True
+        )
+        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+
+
+def test_an_argument_named_self_leaves_the_layer_its_module(tmp_path: Path) -> None:
+    # ATen's schemas call the tensor an op works on `self`: the layer's forward takes it too.
+    spec = ProjectSpec.parse(
+        "my-kernel", backends=["cpu"], schema="add2(Tensor self, Tensor other) -> Tensor"
+    )
+    files = render_files(spec.answers())
+    layers = ast.parse(files["torch-ext/my_kernel/layers.py"].decode())
+    layer = next(n for n in layers.body if isinstance(n, ast.ClassDef) and n.name == "Add2")
+    forward = next(n for n in layer.body if isinstance(n, ast.FunctionDef))
+    assert [a.arg for a in forward.args.args] == ["module", "self", "other"]
+    assert describe("op", "(Tensor x) -> Tensor")["receiver"] == "self"
+    _ruff_clean(files, tmp_path)
+
+
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+def test_ops_numbered_past_nine_import_in_ruffs_order(tmp_path: Path, language: str) -> None:
+    answers = ProjectSpec.parse("my-kernel", backends=["cpu"], language=language).answers()
+    answers["ops"] += [{"name": name, "kind": "relu"} for name in ("op10", "op2", "op_b", "op1b")]
+    _ruff_clean(render_files(answers), tmp_path)
+
+
 def test_names_only_the_generated_code_needs_are_free() -> None:
     described = describe("op", "(Tensor type, int i, int match, Tensor device) -> Tensor")
     assert [a["name"] for a in described["args"]] == ["type", "i", "match", "device"]

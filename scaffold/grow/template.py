@@ -7,6 +7,7 @@ the result before anything reaches the user's destination.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import warnings
@@ -46,6 +47,11 @@ def kscaffold_version() -> str:
     return __version__
 
 
+def isort_key(name: str) -> list[str | int]:
+    """Ruff's isort order of module and member names: natural, so ``o2`` comes before ``o10``."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
 def render(answers: dict[str, Any], destination: Path) -> None:
     """Render the template with ``answers`` into ``destination`` (an empty or new folder).
 
@@ -72,6 +78,7 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
     # The build.toml edition and the kernel-builder release the flake pins move together; a
     # project moved to an edition no release builds yet records both in its answers.
     edition = answers.get("edition", EDITION)
+    names = [entry["name"] for entry in answers.get("ops") or []]
     data = {
         **answers,
         # What the template renders for each op made from a schema, computed here (the template
@@ -81,6 +88,9 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
             for entry in answers.get("ops") or []
             if entry.get("kind") == SCHEMA_KIND
         },
+        # The generated imports of the ops' modules, in the order ruff's isort keeps them.
+        "op_import_order": sorted(names, key=isort_key),
+        "triton_import_order": sorted(["_ops", *(f"_{n}_triton" for n in names)], key=isort_key),
         "kscaffold_version": kscaffold_version(),
         "edition": edition,
         "kernel_builder_ref": answers.get("kernel_builder_ref") or PINS[edition],

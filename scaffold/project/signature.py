@@ -487,6 +487,9 @@ def describe(name: str, text: str) -> dict[str, Any]:
             if a["kind"] != "value"
         ],
         "py_params": _python_parameters(args),
+        # A layer's forward names its module `self`, unless the schema takes that name (ATen's
+        # convention for the tensor an op works on): then `module`.
+        "receiver": "module" if "self" in seen else "self",
         "call_args": [
             ("" if not a["keyword_only"] else f"{a['name']}=") + _call_value(a) for a in args
         ],
