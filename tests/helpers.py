@@ -72,3 +72,19 @@ def no_hang(seconds: int = 30) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def write_tree(files: dict[str, bytes], root: Path) -> None:
+    """Write rendered ``files`` (relative POSIX path → bytes) under ``root``."""
+    for relative, data in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(data)
+
+
+def assert_ruff_clean(root: Path) -> None:
+    """``ruff check`` and ``ruff format --check`` pass in ``root``, with its own ruff.toml."""
+    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command], cwd=root, capture_output=True, text=True
+        )
+        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"

@@ -35,7 +35,7 @@ from scaffold.project.answers import load_answers
 from scaffold.project.names import OpName
 from scaffold.project.spec import ProjectSpec
 from scaffold.support.gitutil import read_ref_files
-from tests.helpers import snapshot
+from tests.helpers import assert_ruff_clean, snapshot, write_tree
 from tests.projects import commit_all, copy_project, new_project
 from tests.test_build import cuda_toolkit_or_skip
 
@@ -178,11 +178,7 @@ def test_generated_python_of_added_ops_is_lint_clean(
     grown: Grown,
 ) -> None:
     project, _ = grown
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=project, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+    assert_ruff_clean(project)
 
 
 def test_add_op_like_img2gray_and_add_backend_covers_every_op(tmp_path: Path) -> None:
@@ -366,14 +362,8 @@ def test_generated_python_is_lint_clean_for_the_longest_names(tmp_path: Path) ->
         {"name": OpName(longest + "s").name, "kind": "skeleton"},
         {"name": OpName(longest + "n").name, "kind": "rms_norm"},
     ]
-    for relative, data in render_files({**spec.answers(), "ops": ops}).items():
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / relative).write_bytes(data)
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=tmp_path, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+    write_tree(render_files({**spec.answers(), "ops": ops}), tmp_path)
+    assert_ruff_clean(tmp_path)
 
 
 @pytest.mark.parametrize(

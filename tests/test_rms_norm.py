@@ -22,6 +22,7 @@ from scaffold.checks import check_project
 from scaffold.cli import app
 from scaffold.compiler import build_project
 from scaffold.grow.addop import add_op
+from tests.helpers import assert_ruff_clean
 from tests.projects import commit_all, new_project
 
 runner = CliRunner()
@@ -34,11 +35,7 @@ SCHEMAS = (
 
 
 def ruff_is_clean(project: Path) -> None:
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=project, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+    assert_ruff_clean(project)
 
 
 def test_new_example_rms_norm_writes_the_reduction(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from scaffold.project.schema import parse_schema
 from scaffold.project.signature import describe
 from scaffold.project.spec import ProjectSpec
 from scaffold.support.gitutil import read_ref_files
-from tests.helpers import snapshot
+from tests.helpers import assert_ruff_clean, snapshot, write_tree
 from tests.projects import commit_all, copy_project, new_project
 from tests.test_add_op import assert_user_text_survives, edit_like_a_user
 
@@ -173,17 +173,6 @@ def test_a_random_op_takes_an_optional_generator() -> None:
     assert described["args"][-1]["sample"] == "None"
 
 
-def _ruff_clean(files: dict[str, bytes], root: Path) -> None:
-    for relative, data in files.items():
-        (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_bytes(data)
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=root, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
-
-
 def test_an_argument_named_self_leaves_the_layer_its_module(tmp_path: Path) -> None:
     # ATen's schemas call the tensor an op works on `self`: the layer's forward takes it too.
     spec = ProjectSpec.parse(
@@ -195,14 +184,16 @@ def test_an_argument_named_self_leaves_the_layer_its_module(tmp_path: Path) -> N
     forward = next(n for n in layer.body if isinstance(n, ast.FunctionDef))
     assert [a.arg for a in forward.args.args] == ["module", "self", "other"]
     assert describe("op", "(Tensor x) -> Tensor")["receiver"] == "self"
-    _ruff_clean(files, tmp_path)
+    write_tree(files, tmp_path)
+    assert_ruff_clean(tmp_path)
 
 
 @pytest.mark.parametrize("language", ["cpp", "triton"])
 def test_ops_numbered_past_nine_import_in_ruffs_order(tmp_path: Path, language: str) -> None:
     answers = ProjectSpec.parse("my-kernel", backends=["cpu"], language=language).answers()
     answers["ops"] += [{"name": name, "kind": "relu"} for name in ("op10", "op2", "op_b", "op1b")]
-    _ruff_clean(render_files(answers), tmp_path)
+    write_tree(render_files(answers), tmp_path)
+    assert_ruff_clean(tmp_path)
 
 
 def test_names_only_the_generated_code_needs_are_free() -> None:
@@ -313,11 +304,7 @@ def test_every_user_line_survives_the_three_add_ops(grown: Grown) -> None:
 def test_check_and_ruff_are_clean(grown: Grown) -> None:
     project, _ = grown
     assert [str(f) for f in check_project(project) if f.is_error] == []
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=project, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+    assert_ruff_clean(project)
 
 
 def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
@@ -454,14 +441,8 @@ def test_new_with_a_schema_makes_it_the_first_op(tmp_path: Path) -> None:
         files["torch-ext/torch_binding.h"].decode()
     )
     assert "csrc/cpu/rms_norm.cpp" in files and "tests/test_rms_norm.py" in files
-    for relative, data in files.items():
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / relative).write_bytes(data)
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=tmp_path, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+    write_tree(files, tmp_path)
+    assert_ruff_clean(tmp_path)
     named = ProjectSpec.parse("my-kernel", schema="fused(Tensor x) -> Tensor")
     assert named.answers()["ops"] == [
         {"name": "fused", "kind": "schema", "schema": "(Tensor x) -> Tensor"}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -25,7 +24,7 @@ from scaffold.grow.evolve import add_backend, update_project
 from scaffold.grow.template import render_files
 from scaffold.project.answers import load_answers
 from scaffold.project.buildconfig import load_build_config
-from tests.helpers import run, run_with_kernel
+from tests.helpers import assert_ruff_clean, run, run_with_kernel
 from tests.projects import commit_all
 
 runner = CliRunner()
@@ -42,11 +41,7 @@ def new_triton(destination: Path, example: str | None = None, backends: str = "c
 
 
 def ruff(project: Path) -> None:
-    for command in (["check", "--no-cache", "."], ["format", "--check", "--no-cache", "."]):
-        result = subprocess.run(
-            [sys.executable, "-m", "ruff", *command], cwd=project, capture_output=True, text=True
-        )
-        assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+    assert_ruff_clean(project)
 
 
 # --- rendering --------------------------------------------------------------------------------
