@@ -90,7 +90,11 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
         },
         # The generated imports of the ops' modules, in the order ruff's isort keeps them.
         "op_import_order": sorted(names, key=isort_key),
-        "triton_import_order": sorted(["_ops", *(f"_{n}_triton" for n in names)], key=isort_key),
+        # A Triton project's package imports each op's module and the build's _ops (op "").
+        "triton_import_order": sorted(
+            [{"module": "_ops", "op": ""}, *({"module": f"_{n}_triton", "op": n} for n in names)],
+            key=lambda entry: isort_key(entry["module"]),
+        ),
         "kscaffold_version": kscaffold_version(),
         "edition": edition,
         "kernel_builder_ref": answers.get("kernel_builder_ref") or PINS[edition],
