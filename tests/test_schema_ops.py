@@ -41,10 +41,11 @@ OPS = {
     "norm2": "(Tensor x, Tensor? bias=None, float eps=1e-5, int[] dims=[]) -> (Tensor, Tensor)",
     "axpy": "(Tensor(a!) x, Scalar alpha) -> ()",
     "stack_sum": "(Tensor[] xs, *, bool flag=False) -> Tensor",
-    # Optional lists, a bool list (a std::array in C++) and a list of results.
+    # Optional lists, a list of optional tensors, a bool list (a std::array in C++) and a list
+    # of results.
     "split_scale": (
-        "(Tensor x, SymInt[]? sizes=None, bool[2] mask=[True,False], *, float[]? w=None) "
-        "-> (Tensor, Tensor[])"
+        "(Tensor x, Tensor?[] extras, SymInt[]? sizes=None, bool[2] mask=[True,False], *, "
+        "float[]? w=None) -> (Tensor, Tensor[])"
     ),
 }
 
@@ -161,6 +162,13 @@ def test_lists_reach_the_dispatcher_as_lists_and_the_fake_makes_lists() -> None:
     assert described["call_args"] == ["list(xs)", "None if dims is None else list(dims)", "list(m)"]
     assert described["fake_return"] == "[torch.empty_like(tensor) for tensor in xs]"
     assert described["cpp_headers"] == ["array", "optional", "tuple", "vector"]
+    # ATen's index lists: each item a tensor or None, checked when it is a tensor.
+    indexed = describe("op", "(Tensor x, Tensor?[] indices) -> Tensor")
+    assert indexed["cpp_params"][1] == "const c10::List<std::optional<at::Tensor>>& indices"
+    assert indexed["py_params"][1] == "indices: Sequence[torch.Tensor | None]"
+    assert indexed["call_args"] == ["x", "list(indices)"]
+    assert indexed["args"][1]["sample_items"][1] == "None"
+    assert [t["name"] for t in indexed["tensors"]] == ["x", "indices"]
     one = describe("op", "(Tensor x) -> (Tensor, Tensor[])")
     assert one["fake_return"] == "torch.empty_like(x), [torch.empty_like(x)]"
     assert describe("op", "(Tensor x) -> Tensor")["cpp_headers"] == ["optional", "tuple"]
@@ -240,6 +248,8 @@ BAD_SCHEMAS = {
     "list-view-return": ("(Tensor(a!)[] x) -> Tensor(a!)[]", r"return 1 .*returns are 'Tensor'"),
     "bool-list-length": ("(Tensor x, bool[] m) -> Tensor", r"'m': give a bool list its length"),
     "optional-bool-list": ("(Tensor x, bool[2]? m) -> Tensor", r"no code for type 'bool\[2\]\?'"),
+    "optional-tensors-only": ("(Tensor?[] xs) -> Tensor", r"no 'Tensor' or 'Tensor\[\]' argument"),
+    "optional-tensors-default": ("(Tensor x, Tensor?[] ys=[]) -> Tensor", r"a Tensor\?\[\] has no"),
     "no-name": ("(Tensor) -> Tensor", r"cannot read argument 'Tensor'"),
     "unclosed": ("(Tensor x", r"unclosed argument list"),
     "no-returns": ("(Tensor x)", r"no '-> returns' part"),
@@ -357,9 +367,10 @@ def test_the_wrapper_and_fake_carry_the_schema(grown: Grown) -> None:
         (
             "split_scale",
             "std::tuple<at::Tensor, std::vector<at::Tensor>> split_scale_{backend}(\n"
-            "    const at::Tensor& x,\n    at::OptionalIntArrayRef sizes,\n"
-            "    std::array<bool, 2> mask,\n    std::optional<at::ArrayRef<double>> w) {",
-            "check_inputs(x);",
+            "    const at::Tensor& x,\n    const c10::List<std::optional<at::Tensor>>& extras,\n"
+            "    at::OptionalIntArrayRef sizes,\n    std::array<bool, 2> mask,\n"
+            "    std::optional<at::ArrayRef<double>> w) {",
+            "check_inputs(x, extras);",
         ),
     ],
 )

@@ -242,7 +242,7 @@ _TAKEN = frozenset(
     }
 )  # fmt: skip
 #: The locals of check_inputs (csrc/<op>.h), which takes the tensor arguments.
-_TAKEN_BY_TENSORS = frozenset({"first_device", "i"})
+_TAKEN_BY_TENSORS = frozenset({"first_device", "i", "item"})
 
 
 def _literal(default: str, base: BaseTy, where: str) -> str:
@@ -302,7 +302,7 @@ def _describe_argument(arg: TgArgument, keyword_only: bool, where: str) -> dict[
     return {
         "name": name,
         "schema": str(arg),
-        "kind": kind,  # tensor, optional_tensor, tensor_list or value
+        "kind": kind,  # tensor, optional_tensor, tensor_list, optional_tensor_list or value
         "cpp": cpp,
         "py": py,
         "default": default,
@@ -378,6 +378,14 @@ def _map_type(
                 default = f"({', '.join(values)}{',' if len(values) == 1 else ''})"
             else:
                 raise SchemaError(f"{here}: a {t} has no default.")
+        if t.elem == OptionalType(BaseType(BaseTy.Tensor)):  # ATen's index lists: None skips
+            return (
+                "optional_tensor_list",
+                "const c10::List<std::optional<at::Tensor>>&",
+                "Sequence[torch.Tensor | None]",
+                f"[{tensor}, None]",
+                default,
+            )
         if t.elem == BaseType(BaseTy.Tensor):
             return (
                 "tensor_list",
@@ -418,7 +426,9 @@ def describe(name: str, text: str) -> dict[str, Any]:
         arg["sample"] = sample.replace("{next_seed}", str(10 * index + 1))
         # A list's tensors one a line, as ruff format writes a list too long for one.
         arg["sample_items"] = (
-            split_top_level(arg["sample"][1:-1]) if arg["kind"] == "tensor_list" else []
+            split_top_level(arg["sample"][1:-1])
+            if arg["kind"] in ("tensor_list", "optional_tensor_list")
+            else []
         )
     seen: set[str] = set()
     for arg in args:
