@@ -204,6 +204,22 @@ def test_ops_numbered_past_nine_import_in_ruffs_order(tmp_path: Path, language: 
     assert_ruff_clean(tmp_path)
 
 
+def test_signatures_near_the_line_limit_keep_to_ruffs_format(tmp_path: Path) -> None:
+    # Names a character apart put each generated signature and call on either side of 100 columns,
+    # at the indentation of a method (layers) or a function body (the wrapper's call).
+    answers = ProjectSpec.parse("my-kernel", backends=["cpu"]).answers()
+    answers["ops"] += [
+        {
+            "name": "op" + "o" * pad,
+            "kind": "schema",
+            "schema": f'(Tensor x, str reduce="mean", int? dim{"m" * pad}=None) -> Tensor',
+        }
+        for pad in range(12)
+    ]
+    write_tree(render_files(answers), tmp_path)
+    assert_ruff_clean(tmp_path)
+
+
 def test_names_only_the_generated_code_needs_are_free() -> None:
     described = describe("op", "(Tensor type, int i, int match, Tensor device) -> Tensor")
     assert [a["name"] for a in described["args"]] == ["type", "i", "match", "device"]
