@@ -158,8 +158,8 @@ def test_schemas_map_to_cpp_and_python_types(
 
 
 def test_lists_reach_the_dispatcher_as_lists_and_the_fake_makes_lists() -> None:
-    described = describe("op", "(Tensor[] xs, int[]? dims=None, bool[2] m) -> Tensor[]")
-    assert described["call_args"] == ["list(xs)", "None if dims is None else list(dims)", "list(m)"]
+    described = describe("op", "(Tensor[] xs, bool[2] m, int[]? dims=None) -> Tensor[]")
+    assert described["call_args"] == ["list(xs)", "list(m)", "None if dims is None else list(dims)"]
     assert described["fake_return"] == "[torch.empty_like(tensor) for tensor in xs]"
     assert described["cpp_headers"] == ["array", "optional", "tuple", "vector"]
     # ATen's index lists: each item a tensor or None, checked when it is a tensor.
@@ -243,6 +243,10 @@ BAD_SCHEMAS = {
     "bad-int-default": ("(Tensor x, int n=1.5) -> Tensor", r"'n': default '1.5' is not an int"),
     "bad-list-default": ("(Tensor x, int[] d=[1, a]) -> Tensor", r"'d': default .* not a list"),
     "bad-str-default": ("(Tensor x, str s=mean) -> Tensor", r"'s': default 'mean' is not a str"),
+    "no-default-after-a-default": (
+        "(Tensor x, int? dim=None, Tensor y) -> Tensor",
+        r"argument 'y': it has no default but follows 'dim', which has one",
+    ),
     "tensor-default": ("(Tensor x=None) -> Tensor", r"'x': a Tensor has no default"),
     "view-argument": ("(Tensor(a) x) -> Tensor(a)", r"'x': 'Tensor\(a\)' marks a view"),
     "view-return": ("(Tensor x) -> Tensor(a)", r"return 1 'Tensor\(a\)': .* view"),

@@ -164,6 +164,57 @@ def test_add_op_in_a_triton_project_adds_triton_ops(tmp_path: Path) -> None:
     ruff(project)
 
 
+#: Schemas a Triton op takes: in-place writes, lists, optional tensors, defaults, several results.
+TRITON_SCHEMAS = {
+    "rotate": "(Tensor(a!) q, Tensor(b!) k, Tensor cos, Tensor sin, bool is_neox=True) -> ()",
+    "pair": "(Tensor[] xs, int dim=0, *, bool flag=False) -> (Tensor, Tensor)",
+    "fold": (
+        '(Tensor x, Tensor?[] extras, str reduce="mean", Tensor? bias=None, float eps=1e-5, '
+        "int[] dims=[], ScalarType? dtype=None) -> Tensor[]"
+    ),
+}
+
+
+def test_add_op_with_a_schema_in_a_triton_project_writes_a_triton_op(tmp_path: Path) -> None:
+    project = new_triton(tmp_path / "tk")
+    for name, schema in TRITON_SCHEMAS.items():
+        report = add_op(project, name, schema=schema)
+        assert f"torch-ext/tk/_{name}_triton.py" in report.added, report.added
+        assert not [path for path in report.written if path.startswith("csrc/")]
+        commit_all(project, ".", message=f"add {name}")
+    rotate = (project / "torch-ext" / "tk" / "_rotate_triton.py").read_text()
+    assert "KSCAFFOLD_SKELETON" in rotate
+    assert 'mutates_args=("q", "k"),' in rotate
+    assert f"schema={TRITON_SCHEMAS['rotate']!r}".replace("'", '"') in rotate
+    fold = (project / "torch-ext" / "tk" / "_fold_triton.py").read_text()
+    assert '_check_tensor(item, f"extras[{index}]", device)' in fold
+    assert "write it in {SOURCE}" in fold and 'SOURCE = "torch-ext/tk/_fold_triton.py"' in fold
+    package = (project / "torch-ext" / "tk" / "__init__.py").read_text()
+    assert "from ._pair_triton import DTYPES as PAIR_DTYPES" in package
+    assert "_pair_eager" not in package  # a schema op goes through the dispatcher
+    assert [entry.kind for entry in load_answers(project).ops][1:] == ["schema"] * 3
+    assert [str(f) for f in check_project(project) if f.is_error] == []
+    ruff(project)
+
+
+@pytest.mark.parametrize(
+    ("schema", "refusal"),
+    [
+        ("(Tensor x, *, Tensor(a!) out) -> ()", "argument 'out': a Triton op"),
+        ("(Tensor(a!) x) -> Tensor(a!)", "returns only new tensors, not 'x'"),
+    ],
+)
+def test_a_schema_triton_op_cannot_have_is_refused_with_nothing_written(
+    tmp_path: Path, schema: str, refusal: str
+) -> None:
+    project = new_triton(tmp_path / "tk")
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    result = runner.invoke(app, ["add-op", "spin", str(project), "--schema", schema])
+    assert result.exit_code != 0 and refusal in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+
+
 def test_add_backend_in_a_triton_project_says_what_it_did(tmp_path: Path) -> None:
     project = new_triton(tmp_path / "tk", backends="cuda")
     report = add_backend(project, "cpu")
@@ -214,9 +265,20 @@ def test_grown_triton_project_passes_its_tests(tmp_path: Path) -> None:
     commit_all(project, ".", message="scale")
     add_op(project, "clamp")
     commit_all(project, ".", message="clamp")
+    for name, schema in TRITON_SCHEMAS.items():
+        add_op(project, name, schema=schema)
+        commit_all(project, ".", message=name)
+    # rotate written in PyTorch: its generated tests (opcheck, torch.compile) pass.
+    rotate = project / "torch-ext" / "tk" / "_rotate_triton.py"
+    source = rotate.read_text()
+    skeleton = source[source.index('    if q.device.type == "cuda":') : source.index("\n\n@_op")]
+    source = source.replace(skeleton, "    q.mul_(cos)\n    k.add_(sin)")
+    rotate.write_text(re.sub(r"KSCAFFOLD_SKELETON.*\n.*\n", "", source))
     output = _kscaffold_test(project)
     assert re.search(r"\d+ passed", output) and " failed" not in output, output
-    assert re.search(r"\d+ xfailed", output), output  # clamp, a skeleton until written
+    assert re.search(r"\d+ xfailed", output), output  # clamp, pair, fold: skeletons until written
+    rotate_tests = run([sys.executable, "-m", "pytest", "tests/test_rotate.py", "-q"], cwd=project)
+    assert re.search(r"\d+ passed", rotate_tests) and "xfail" not in rotate_tests, rotate_tests
 
 
 @pytest.mark.slow

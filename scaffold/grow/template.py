@@ -18,7 +18,7 @@ from scaffold._version import __version__
 from scaffold.errors import KscaffoldError
 from scaffold.project.flakepin import EDITION, PINS
 from scaffold.project.signature import describe
-from scaffold.vocabulary import SCHEMA_KIND
+from scaffold.vocabulary import CPP_LANGUAGE, SCHEMA_KIND
 
 #: Prefix of the staging folders ``kscaffold new`` renders into.
 STAGING_PREFIX = ".kscaffold-new-"
@@ -84,7 +84,9 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
         # What the template renders for each op made from a schema, computed here (the template
         # runs no code): its arguments' C++ and Python types, defaults, samples.
         "signatures": {
-            entry["name"]: describe(entry["name"], entry["schema"])
+            entry["name"]: describe(
+                entry["name"], entry["schema"], language=answers.get("language", CPP_LANGUAGE)
+            )
             for entry in answers.get("ops") or []
             if entry.get("kind") == SCHEMA_KIND
         },
@@ -92,7 +94,18 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
         "op_import_order": sorted(names, key=isort_key),
         # A Triton project's package imports each op's module and the build's _ops (op "").
         "triton_import_order": sorted(
-            [{"module": "_ops", "op": ""}, *({"module": f"_{n}_triton", "op": n} for n in names)],
+            [
+                {"module": "_ops", "op": "", "eager": False},
+                *(
+                    # A template op's module has an eager path that skips the dispatcher.
+                    {
+                        "module": f"_{e['name']}_triton",
+                        "op": e["name"],
+                        "eager": e["kind"] != SCHEMA_KIND,
+                    }
+                    for e in answers.get("ops") or []
+                ),
+            ],
             key=lambda entry: isort_key(entry["module"]),
         ),
         "kscaffold_version": kscaffold_version(),

@@ -38,6 +38,7 @@ from torchgen.model import (
 
 from scaffold.errors import SchemaError
 from scaffold.project.names import CXX_KEYWORDS
+from scaffold.vocabulary import CPP_LANGUAGE, TRITON_LANGUAGE
 
 # --------------------------------------------------------------------------------------------
 # Parsing
@@ -411,8 +412,11 @@ def _map_type(
     raise SchemaError(f"{here}: kscaffold generates no code for type '{t}'.")
 
 
-def describe(name: str, text: str) -> dict[str, Any]:
+def describe(name: str, text: str, *, language: str = CPP_LANGUAGE) -> dict[str, Any]:
     """Everything the template renders for the op ``name`` with schema ``text``.
+
+    ``language`` is the project's: a Triton op is a ``torch.library.triton_op``, which returns
+    new tensors only.
 
     Raises:
         SchemaError: If the dispatcher would refuse the schema, or kscaffold cannot generate it.
@@ -430,6 +434,18 @@ def describe(name: str, text: str) -> dict[str, Any]:
             if arg["kind"] in ("tensor_list", "optional_tensor_list")
             else []
         )
+    defaulted = None  # the last positional argument with a default so far
+    for arg in args:
+        if arg["keyword_only"]:
+            break
+        if arg["default"] is not None:
+            defaulted = arg["name"]
+        elif defaulted is not None:
+            raise SchemaError(
+                f"{where}, argument '{arg['name']}': it has no default but follows "
+                f"'{defaulted}', which has one, and Python takes defaults last; give it a "
+                "default, move it up, or make it keyword-only (after '*')."
+            )
     seen: set[str] = set()
     for arg in args:
         if arg["name"] in seen:
@@ -464,6 +480,18 @@ def describe(name: str, text: str) -> dict[str, Any]:
             f"order, as '{', '.join(f'Tensor({aliases_of[name]}!)' for name in outs)}', or "
             "returns nothing ('-> ()')."
         )
+    keyword_tensors = [a["name"] for a in args if a["keyword_only"] and a["kind"] != "value"]
+    if language == TRITON_LANGUAGE and keyword_tensors:
+        raise SchemaError(
+            f"{where}, argument '{keyword_tensors[0]}': a Triton op (torch.library.triton_op) "
+            "takes no keyword-only tensors; move it before the '*'."
+        )
+    if language == TRITON_LANGUAGE and aliased:
+        raise SchemaError(
+            f"{where}: a Triton op (torch.library.triton_op) returns only new tensors, not "
+            f"'{aliased[0]['alias']}': return nothing ('-> ()'), the caller has the tensors the "
+            "op writes to."
+        )
     like = f"{first['name']}[0]" if first["kind"] == "tensor_list" else first["name"]
     # A new list of tensors: one like each tensor of a list argument, or one like the tensor.
     new_list = (
@@ -483,6 +511,10 @@ def describe(name: str, text: str) -> dict[str, Any]:
         "schema_lines": textwrap.wrap(
             schema, width=92, break_long_words=False, break_on_hyphens=False
         ),
+        # The schema without the name as Python string literals, for a Triton op's triton_op:
+        # one, and the same in pieces that keep to 100 columns (concatenated in parentheses).
+        "signature_literal": _python_string(parts.text()),
+        "signature_literal_lines": _python_string_pieces(parts.text(), width=80),
         "args": args,
         "returns": returns,
         "tensors": [a for a in args if a["kind"] != "value"],
@@ -532,6 +564,28 @@ def describe(name: str, text: str) -> dict[str, Any]:
             | {"vector" for t in cpp_types if "std::vector" in t}
         ),
     }
+
+
+def _python_string(text: str) -> str:
+    """``text`` as a Python literal, in the quotes ruff format keeps."""
+    if '"' in text and "'" not in text:  # ruff keeps single quotes that spare escapes
+        return f"'{text}'"
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _python_string_pieces(text: str, *, width: int) -> list[str]:
+    """``text`` as literals of about ``width`` characters that concatenate back to it.
+
+    Split after spaces, which the pieces keep.
+    """
+    pieces: list[str] = []
+    for word in text.split(" "):
+        if pieces and len(pieces[-1]) + len(word) < width:
+            pieces[-1] += f"{word} "
+        else:
+            pieces.append(f"{word} ")
+    pieces[-1] = pieces[-1][:-1]
+    return [_python_string(piece) for piece in pieces]
 
 
 def _call_value(arg: dict[str, Any]) -> str:
