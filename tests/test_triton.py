@@ -167,7 +167,7 @@ def test_add_op_in_a_triton_project_adds_triton_ops(tmp_path: Path) -> None:
 #: Schemas a Triton op takes: in-place writes, lists, optional tensors, defaults, several results.
 TRITON_SCHEMAS = {
     "rotate": "(Tensor(a!) q, Tensor(b!) k, Tensor cos, Tensor sin, bool is_neox=True) -> ()",
-    "pair": "(Tensor[] xs, int dim=0, *, bool flag=False) -> (Tensor, Tensor)",
+    "pair": "(Tensor[] xs, Tensor device, int dim=0, *, bool flag=False) -> (Tensor, Tensor)",
     "fold": (
         '(Tensor x, Tensor?[] extras, str reduce="mean", Tensor? bias=None, float eps=1e-5, '
         "int[] dims=[], ScalarType? dtype=None) -> Tensor[]"
@@ -187,8 +187,12 @@ def test_add_op_with_a_schema_in_a_triton_project_writes_a_triton_op(tmp_path: P
     assert 'mutates_args=("q", "k"),' in rotate
     assert f"schema={TRITON_SCHEMAS['rotate']!r}".replace("'", '"') in rotate
     fold = (project / "torch-ext" / "tk" / "_fold_triton.py").read_text()
-    assert '_check_tensor(item, f"extras[{index}]", device)' in fold
+    assert '_check_tensor(item, f"extras[{i}]", first_device)' in fold
     assert "write it in {SOURCE}" in fold and 'SOURCE = "torch-ext/tk/_fold_triton.py"' in fold
+    pair = (project / "torch-ext" / "tk" / "_pair_triton.py").read_text()
+    # A tensor may be named `device`: it is checked against the first tensor's device.
+    assert "first_device = xs[0].device" in pair
+    assert '_check_tensor(device, "device", first_device)' in pair
     package = (project / "torch-ext" / "tk" / "__init__.py").read_text()
     assert "from ._pair_triton import DTYPES as PAIR_DTYPES" in package
     assert "_pair_eager" not in package  # a schema op goes through the dispatcher

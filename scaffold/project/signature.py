@@ -240,9 +240,10 @@ _TAKEN = frozenset(
     {
         "at", "c10", "std", "torch", "ops", "Sequence", "add_op_namespace_prefix", "list",
         "check_inputs", "check_tensor", "not_implemented", "device_guard", "stream",
+        "OP", "SOURCE", "DTYPES", "triton_op",  # a Triton op's module
     }
 )  # fmt: skip
-#: The locals of check_inputs (csrc/<op>.h), which takes the tensor arguments.
+#: The locals of check_inputs (csrc/<op>.h, or a Triton op's module), which takes the tensors.
 _TAKEN_BY_TENSORS = frozenset({"first_device", "i", "item"})
 
 
