@@ -72,7 +72,8 @@ def run_generated_tests(project: Path) -> str:
     )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     summary = result.stdout.strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
+    # A skeleton op's cases are xfailed, as expected; no case may fail or err.
+    assert " passed" in summary and not re.search(r"\b(failed|errors?)\b", summary), summary
     return summary
 
 

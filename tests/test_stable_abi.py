@@ -20,12 +20,14 @@ from typer.testing import CliRunner
 from scaffold.cli.app import app
 from scaffold.compiler import build_project
 from scaffold.errors import InvalidOptionError, KscaffoldError
+from scaffold.grow.addop import add_op
 from scaffold.grow.create import create_project
 from scaffold.grow.stableskeleton import render_stable_skeleton
 from scaffold.grow.template import render_files
 from scaffold.project.schema import parse_schema
 from scaffold.project.spec import ProjectSpec
 from scaffold.project.stableabi import DEFAULT_STABLE_ABI, parse_stable_abi
+from tests.projects import commit_all
 from tests.test_build import cuda_toolkit_or_skip
 from tests.test_img2gray_build import check_against_pillow, run_generated_tests
 
@@ -54,6 +56,70 @@ def test_sources_use_only_the_stable_abi(example: str | None) -> None:
         assert "TORCH_BOX(&" in source
     cpu = next(t for p, t in sources.items() if p.startswith("csrc/cpu/"))
     assert "torch::stable::parallel_for" in cpu
+
+
+#: A schema of every type torch's stable ABI passes, and several results.
+STABLE_SCHEMA = (
+    "(Tensor x, Tensor? bias=None, float eps=1e-5, int? n=None, bool flag=False, "
+    "ScalarType? dtype=None) -> (Tensor, Tensor)"
+)
+
+
+def test_a_schema_op_is_written_against_the_stable_abi(tmp_path: Path) -> None:
+    spec = ProjectSpec.parse(
+        "my-kernel", stable_abi="2.11", schema=f"shift{STABLE_SCHEMA}", backends="cuda,cpu"
+    )
+    files = {path: data.decode() for path, data in render_files(spec.answers()).items()}
+    sources = {p: t for p, t in files.items() if p.startswith(("csrc/", "torch-ext/torch_binding"))}
+    assert sorted(sources) == [
+        "csrc/cpu/shift.cpp",
+        "csrc/cuda/shift.cu",
+        "csrc/shift.h",
+        "torch-ext/torch_binding.cpp",
+        "torch-ext/torch_binding.h",
+    ]
+    for path, text in sources.items():
+        code = re.sub(r"//.*", "", text)
+        assert not UNSTABLE_INCLUDE.search(code), path
+        assert "at::" not in code, path
+    cuda = files["csrc/cuda/shift.cu"]
+    assert (
+        "std::tuple<torch::stable::Tensor, torch::stable::Tensor> shift_cuda(\n"
+        "    const torch::stable::Tensor& x,\n"
+        "    std::optional<torch::stable::Tensor> bias,\n"
+        "    double eps,\n"
+        "    std::optional<int64_t> n,\n"
+        "    bool flag,\n"
+        "    std::optional<torch::headeronly::ScalarType> dtype) {"
+    ) in cuda
+    assert "torch::stable::accelerator::DeviceGuard device_guard(x.get_device_index())" in cuda
+    assert 'm.impl("shift", TORCH_BOX(&shift::shift_cuda));' in cuda
+    assert (
+        "inline void check_inputs(\n"
+        "    const torch::stable::Tensor& x, std::optional<torch::stable::Tensor> bias) {"
+    ) in files["csrc/shift.h"]
+    assert f'ops.def("shift{STABLE_SCHEMA}");' in files["torch-ext/torch_binding.h"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "refusal"),
+    [
+        ("(Tensor x, Scalar alpha) -> Tensor", "argument 'alpha': torch's stable ABI passes"),
+        ("(Tensor[] xs) -> Tensor", "not 'Tensor[]'"),
+        ("(Tensor x) -> Tensor[]", "returns no Tensor[]"),
+        ("(Tensor(a!) x) -> Tensor(a!)", "returns new tensors, not 'x'"),
+    ],
+)
+def test_add_op_refuses_what_the_stable_abi_cannot_pass_with_nothing_written(
+    tmp_path: Path, schema: str, refusal: str
+) -> None:
+    spec = ProjectSpec.parse("kk", stable_abi="2.11", backends="cpu")
+    project = create_project(spec, tmp_path / "kk")
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    result = CliRunner().invoke(app, ["add-op", "spin", str(project), "--schema", schema])
+    assert result.exit_code != 0 and refusal in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
 
 
 def test_build_toml_declares_the_version_for_every_backend_and_answers_record_it() -> None:
@@ -116,6 +182,9 @@ def _undefined_symbols(library: Path) -> list[str]:
 def test_stable_abi_project_builds_loads_and_passes_its_tests(tmp_path: Path) -> None:
     spec = ProjectSpec.parse("gray", example="img2gray", stable_abi=DEFAULT_STABLE_ABI)
     project = create_project(spec, tmp_path / "gray")
+    # An op from a schema too: its skeletons compile against the stable ABI alone.
+    add_op(project, "shift", schema=STABLE_SCHEMA)
+    commit_all(project, ".", message="shift")
     (cpu,) = build_project(project, backend="cpu")
     assert cpu.variant == "torch-stable-abi210-cpu-x86_64-linux"
     libraries = [cpu.variant_dir / f"{cpu.ops_name}.abi3.so"]

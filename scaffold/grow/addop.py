@@ -69,13 +69,9 @@ def add_op(
         )
     project = project.resolve()
     answers = load_answers(project)
-    if schema is not None and answers.values.get("stable_abi"):
-        raise InvalidOptionError(
-            "--schema writes C++ kernels against ATen's ABI: this project is a stable-ABI one; "
-            "start the op with --like or as a skeleton (no --schema) and edit its schema."
-        )
     if schema is not None:
-        describe(op.name, schema, language=answers.language)
+        stable_abi = bool(answers.values.get("stable_abi"))
+        describe(op.name, schema, language=answers.language, stable_abi=stable_abi)
     if answers.values.get("stable_abi") and (like or SKELETON_KIND) not in STABLE_ABI_KINDS:
         raise InvalidOptionError(
             f"--like {like} has no stable-ABI version: in a stable-ABI project start the op from "

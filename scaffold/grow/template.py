@@ -85,7 +85,10 @@ def _copy(answers: dict[str, Any], destination: Path) -> None:
         # runs no code): its arguments' C++ and Python types, defaults, samples.
         "signatures": {
             entry["name"]: describe(
-                entry["name"], entry["schema"], language=answers.get("language", CPP_LANGUAGE)
+                entry["name"],
+                entry["schema"],
+                language=answers.get("language", CPP_LANGUAGE),
+                stable_abi=bool(answers.get("stable_abi")),
             )
             for entry in answers.get("ops") or []
             if entry.get("kind") == SCHEMA_KIND

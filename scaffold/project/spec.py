@@ -131,11 +131,6 @@ class ProjectSpec:
             )
         kernel = KernelName(name)
         schema_op = None
-        if schema is not None and stable_abi is not None:
-            raise InvalidOptionError(
-                "--schema writes C++ kernels against ATen's ABI: leave out --stable-abi, or "
-                "start from the template's op and edit its schema."
-            )
         if schema is not None:
             if example is not None:
                 raise InvalidOptionError(
@@ -152,7 +147,7 @@ class ProjectSpec:
                         "as in --schema 'my_op(Tensor x) -> Tensor'."
                     ) from error
             op_name = OpName(op_name).name
-            describe(op_name, text, language=language)
+            describe(op_name, text, language=language, stable_abi=stable_abi is not None)
             schema_op = OpEntry(op_name, SCHEMA_KIND, text)
         return cls(
             name=kernel,
