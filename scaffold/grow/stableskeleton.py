@@ -14,15 +14,9 @@ import re
 from scaffold.errors import KscaffoldError
 from scaffold.grow.skeleton import SKELETON_MARKER, skeleton_path
 from scaffold.project.schema import Argument, OpSchema
+from scaffold.project.stabletypes import STABLE_TENSOR, STABLE_VALUE_TYPES
 from scaffold.vocabulary import BACKEND_DISPATCH_KEYS
 
-# Schema base types and the C++ types the stable ABI's boxing passes for them.
-_SCALAR_TYPES = {
-    "int": "int64_t",
-    "float": "double",
-    "bool": "bool",
-    "ScalarType": "torch::headeronly::ScalarType",
-}
 _ANNOTATION = re.compile(r"\([a-z!|*\s]*\)")
 
 
@@ -31,12 +25,12 @@ def _argument_type(argument: Argument, op: OpSchema) -> str:
     optional = base.endswith("?")
     base = base.removesuffix("?")
     if base == "Tensor":
-        cpp = "torch::stable::Tensor"
+        cpp = STABLE_TENSOR
         if optional:
             return f"std::optional<{cpp}>"
         return f"{cpp}&" if argument.is_mutated else f"const {cpp}&"
-    if base in _SCALAR_TYPES:
-        cpp = _SCALAR_TYPES[base]
+    if base in STABLE_VALUE_TYPES:
+        cpp = STABLE_VALUE_TYPES[base]
         return f"std::optional<{cpp}>" if optional else cpp
     raise KscaffoldError(
         f"Cannot write a stable-ABI skeleton for {op.name}: the type '{argument.type}' is not one "
@@ -50,9 +44,9 @@ def _return_type(op: OpSchema) -> str:
     for returned in op.returns:
         base = _ANNOTATION.sub("", returned.type).strip()
         if base == "Tensor":
-            types.append("torch::stable::Tensor")
-        elif base in _SCALAR_TYPES:
-            types.append(_SCALAR_TYPES[base])
+            types.append(STABLE_TENSOR)
+        elif base in STABLE_VALUE_TYPES:
+            types.append(STABLE_VALUE_TYPES[base])
         else:
             raise KscaffoldError(
                 f"Cannot write a stable-ABI skeleton for {op.name}: unsupported return type "

@@ -38,6 +38,7 @@ from torchgen.model import (
 
 from scaffold.errors import SchemaError
 from scaffold.project.names import CXX_KEYWORDS
+from scaffold.project.stabletypes import STABLE_TENSOR, stable_types
 from scaffold.vocabulary import CPP_LANGUAGE, TRITON_LANGUAGE
 
 # --------------------------------------------------------------------------------------------
@@ -497,7 +498,7 @@ def describe(
             f"'{aliased[0]['alias']}': return nothing ('-> ()'), the caller has the tensors the "
             "op writes to."
         )
-    stable_types = _stable_types(args, returns, where) if stable_abi else {}
+    stable_cpp = stable_types(args, returns, where) if stable_abi else {}
     like = f"{first['name']}[0]" if first["kind"] == "tensor_list" else first["name"]
     # A new list of tensors: one like each tensor of a list argument, or one like the tensor.
     new_list = (
@@ -531,20 +532,20 @@ def describe(
         "cpp_params": [f"{a['cpp']} {a['name']}" for a in args],
         # The same in torch's stable ABI (a stable-ABI project), else empty.
         "stable_params": (
-            [f"{stable_types[a['name']]} {a['name']}" for a in args] if stable_abi else []
+            [f"{stable_cpp[a['name']]} {a['name']}" for a in args] if stable_abi else []
         ),
         "stable_tensor_params": (
             [
-                f"const {_STABLE_TENSOR}& {a['name']}"
+                f"const {STABLE_TENSOR}& {a['name']}"
                 if a["kind"] == "tensor"
-                else f"{stable_types[a['name']]} {a['name']}"
+                else f"{stable_cpp[a['name']]} {a['name']}"
                 for a in args
                 if a["kind"] != "value"
             ]
             if stable_abi
             else []
         ),
-        "stable_return": stable_types.get("", ""),
+        "stable_return": stable_cpp.get("", ""),
         "cpp_tensor_params": [
             f"{'const at::Tensor&' if a['cpp'] == 'at::Tensor&' else a['cpp']} {a['name']}"
             for a in args
@@ -586,64 +587,6 @@ def describe(
             | {"vector" for t in cpp_types if "std::vector" in t}
         ),
     }
-
-
-#: The value types torch's stable ABI passes to a kernel (optional too), as its C++ types.
-_STABLE_VALUE_TYPES = {
-    "int": "int64_t",
-    "float": "double",
-    "bool": "bool",
-    "ScalarType": "torch::headeronly::ScalarType",
-}
-_STABLE_TENSOR = "torch::stable::Tensor"
-
-
-def _stable_types(
-    args: list[dict[str, Any]], returns: list[dict[str, Any]], where: str
-) -> dict[str, str]:
-    """Argument name -> its C++ type in torch's stable ABI, and "" -> the return type.
-
-    Raises:
-        SchemaError: Naming the first argument or return the stable ABI cannot pass.
-    """
-    types: dict[str, str] = {}
-    for arg in args:
-        base = arg["type"].removesuffix("?")
-        optional = base != arg["type"]
-        if base == "Tensor" and not (optional and arg["mutated"]):
-            cpp = f"std::optional<{_STABLE_TENSOR}>" if optional else _STABLE_TENSOR
-            types[arg["name"]] = (
-                cpp if optional else (f"{cpp}&" if arg["mutated"] else f"const {cpp}&")
-            )
-        elif base in _STABLE_VALUE_TYPES:
-            cpp = _STABLE_VALUE_TYPES[base]
-            types[arg["name"]] = f"std::optional<{cpp}>" if optional else cpp
-        else:
-            raise SchemaError(
-                f"{where}, argument '{arg['name']}': torch's stable ABI passes Tensor, Tensor?, "
-                f"int, float, bool and ScalarType (and their optionals), not '{arg['type']}'; "
-                "leave out --stable-abi, or pass it as one of those."
-            )
-    for index, ret in enumerate(returns):
-        if ret["is_list"]:
-            raise SchemaError(
-                f"{where}, return {index + 1}: torch's stable ABI returns no Tensor[]; return a "
-                "fixed number of tensors, as in '-> (Tensor, Tensor)'."
-            )
-        if ret["alias"]:
-            raise SchemaError(
-                f"{where}, return {index + 1}: a stable-ABI op returns new tensors, not "
-                f"'{ret['alias']}'; return nothing ('-> ()') for the tensors it writes to."
-            )
-    results = [_STABLE_TENSOR] * len(returns)
-    types[""] = (
-        "void"
-        if not results
-        else results[0]
-        if len(results) == 1
-        else f"std::tuple<{', '.join(results)}>"
-    )
-    return types
 
 
 def _python_string(text: str) -> str:
