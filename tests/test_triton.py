@@ -139,13 +139,20 @@ def test_cli_new_triton(tmp_path: Path) -> None:
 # --- growing a Triton project ------------------------------------------------------------------
 
 
-def test_add_op_in_a_triton_project_adds_triton_ops(tmp_path: Path) -> None:
-    project = new_triton(tmp_path / "tk")
-    for name, like in (("scale", "relu"), ("gray", "img2gray"), ("clamp", None)):
-        report = add_op(project, name, like=like)
+def add_triton_ops(project: Path, ops: dict[str, tuple[str | None, str | None]]) -> None:
+    """Add each op (name: its --like and --schema) and commit it: a Triton module, no C++."""
+    for name, (like, schema) in ops.items():
+        report = add_op(project, name, like=like, schema=schema)
         assert f"torch-ext/tk/_{name}_triton.py" in report.added, report.added
         assert not [path for path in report.written if path.startswith("csrc/")]
         commit_all(project, ".", message=f"add {name}")
+
+
+def test_add_op_in_a_triton_project_adds_triton_ops(tmp_path: Path) -> None:
+    project = new_triton(tmp_path / "tk")
+    add_triton_ops(
+        project, {"scale": ("relu", None), "gray": ("img2gray", None), "clamp": (None, None)}
+    )
     package = (project / "torch-ext" / "tk" / "__init__.py").read_text()
     assert "from ._gray_triton import DTYPES as GRAY_DTYPES" in package
     assert "    ops.scale_out(out, x)" in package
@@ -177,11 +184,7 @@ TRITON_SCHEMAS = {
 
 def test_add_op_with_a_schema_in_a_triton_project_writes_a_triton_op(tmp_path: Path) -> None:
     project = new_triton(tmp_path / "tk")
-    for name, schema in TRITON_SCHEMAS.items():
-        report = add_op(project, name, schema=schema)
-        assert f"torch-ext/tk/_{name}_triton.py" in report.added, report.added
-        assert not [path for path in report.written if path.startswith("csrc/")]
-        commit_all(project, ".", message=f"add {name}")
+    add_triton_ops(project, {name: (None, schema) for name, schema in TRITON_SCHEMAS.items()})
     rotate = (project / "torch-ext" / "tk" / "_rotate_triton.py").read_text()
     assert "KSCAFFOLD_SKELETON" in rotate
     assert 'mutates_args=("q", "k"),' in rotate
