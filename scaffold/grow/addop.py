@@ -61,7 +61,6 @@ def add_op(
                 f"The schema names the op '{named}' but the command adds '{op.name}': leave the "
                 "name out of --schema, or make them the same."
             )
-        describe(op.name, schema)
     if like is not None and like not in LIKE_KINDS:
         raise InvalidOptionError(
             f"Unknown --like '{like}': start the op from one of {', '.join(LIKE_KINDS)}, "

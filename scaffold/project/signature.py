@@ -498,7 +498,6 @@ def describe(
             f"'{aliased[0]['alias']}': return nothing ('-> ()'), the caller has the tensors the "
             "op writes to."
         )
-    stable_cpp = stable_types(args, returns, where) if stable_abi else {}
     like = f"{first['name']}[0]" if first["kind"] == "tensor_list" else first["name"]
     # A new list of tensors: one like each tensor of a list argument, or one like the tensor.
     new_list = (
@@ -509,7 +508,15 @@ def describe(
     fake_results = [
         r["alias"] or (new_list if r["is_list"] else f"torch.empty_like({like})") for r in returns
     ]
-    cpp_types = [r["cpp"] for r in returns]
+    # The kernels' C++ types: ATen's, or those of torch's stable ABI (which refuses the rest).
+    if stable_abi:
+        cpp_of = stable_types(args, returns, where)
+        tensor_type = STABLE_TENSOR
+        cpp_types = [STABLE_TENSOR for _ in returns]
+    else:
+        cpp_of = {a["name"]: a["cpp"] for a in args}
+        tensor_type = "at::Tensor"
+        cpp_types = [r["cpp"] for r in returns]
     py_types = [r["py"] for r in returns]
     schema = f"{name}{parts.text()}"
     return {
@@ -529,25 +536,12 @@ def describe(
         "first": first["name"],
         "first_is_list": first["kind"] == "tensor_list",
         "like": like,
-        "cpp_params": [f"{a['cpp']} {a['name']}" for a in args],
-        # The same in torch's stable ABI (a stable-ABI project), else empty.
-        "stable_params": (
-            [f"{stable_cpp[a['name']]} {a['name']}" for a in args] if stable_abi else []
-        ),
-        "stable_tensor_params": (
-            [
-                f"const {STABLE_TENSOR}& {a['name']}"
-                if a["kind"] == "tensor"
-                else f"{stable_cpp[a['name']]} {a['name']}"
-                for a in args
-                if a["kind"] != "value"
-            ]
-            if stable_abi
-            else []
-        ),
-        "stable_return": stable_cpp.get("", ""),
+        "cpp_params": [f"{cpp_of[a['name']]} {a['name']}" for a in args],
+        # check_inputs reads every tensor, written to or not.
         "cpp_tensor_params": [
-            f"{'const at::Tensor&' if a['cpp'] == 'at::Tensor&' else a['cpp']} {a['name']}"
+            f"const {tensor_type}& {a['name']}"
+            if a["kind"] == "tensor"
+            else f"{cpp_of[a['name']]} {a['name']}"
             for a in args
             if a["kind"] != "value"
         ],

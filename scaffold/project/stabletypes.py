@@ -24,7 +24,7 @@ STABLE_TENSOR = "torch::stable::Tensor"
 def stable_types(
     args: list[dict[str, Any]], returns: list[dict[str, Any]], where: str
 ) -> dict[str, str]:
-    """Argument name -> its C++ type in torch's stable ABI, and "" -> the return type.
+    """Argument name -> its C++ type in torch's stable ABI; the returns must be new tensors.
 
     Raises:
         SchemaError: Naming the first argument or return the stable ABI cannot pass.
@@ -63,12 +63,4 @@ def stable_types(
                 f"{where}, return {index + 1}: a stable-ABI op returns new tensors, not "
                 f"'{ret['alias']}'; return nothing ('-> ()') for the tensors it writes to."
             )
-    results = [STABLE_TENSOR] * len(returns)
-    types[""] = (
-        "void"
-        if not results
-        else results[0]
-        if len(results) == 1
-        else f"std::tuple<{', '.join(results)}>"
-    )
     return types
