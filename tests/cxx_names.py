@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from scaffold.project.names import CXX_KEYWORDS
 
@@ -147,6 +148,8 @@ def render_module(names: list[str]) -> str:
     )
 
 
+#: The package of the renderings that :func:`derive_generated_names` reads.
+_PACKAGE = "my_kernel"
 #: Stand-ins for op names in the rendering that :func:`derive_generated_names` reads.
 _SENTINELS = ("zqxop", "zqyop", "zqzop", "zqwop", "zqvop", "zquop")
 
@@ -155,24 +158,38 @@ def _camel(op: str) -> str:
     return "".join(part.capitalize() for part in op.split("_"))
 
 
-def _sentinel_rendering() -> dict[str, bytes]:
-    """A project with the first op and one more op of each kind the template renders."""
+def _sentinel_renderings() -> list[dict[str, bytes]]:
+    """A project of each flavour (C++, stable ABI, Triton) with every kind of op it renders.
+
+    Each has the first op and one more op of each kind the template renders in that flavour.
+    """
     from scaffold.grow.template import render_files
     from scaffold.project.spec import ProjectSpec
-    from scaffold.vocabulary import OP_KINDS, SCHEMA_KIND
+    from scaffold.vocabulary import (
+        OP_KINDS,
+        SCHEMA_KIND,
+        STABLE_ABI_KINDS,
+        TRITON_KINDS,
+        TRITON_LANGUAGE,
+    )
 
-    answers = ProjectSpec.parse("my-kernel", backends=["cpu", "cuda"]).answers()
-    extra = [
-        {"name": _SENTINELS[i], "kind": kind}
-        | (
-            {"schema": "(Tensor x, Tensor[] xs, float eps=1e-6) -> Tensor"}
-            if kind == SCHEMA_KIND
-            else {}
-        )
-        for i, kind in enumerate(OP_KINDS)
+    flavours: list[tuple[dict[str, Any], tuple[str, ...], str]] = [
+        ({}, OP_KINDS, "(Tensor x, Tensor[] xs, float eps=1e-6) -> Tensor"),
+        ({"stable_abi": "2.10"}, STABLE_ABI_KINDS, "(Tensor x, float eps=1e-6) -> Tensor"),
+        ({"language": TRITON_LANGUAGE}, TRITON_KINDS, "(Tensor x, Tensor[] xs) -> Tensor"),
     ]
-    answers["ops"] = [*answers["ops"], *extra]
-    return render_files(answers)
+    renderings = []
+    for options, kinds, schema in flavours:
+        kernel = _PACKAGE.replace("_", "-")
+        answers = ProjectSpec.parse(kernel, backends=["cpu", "cuda"], **options).answers()
+        extra = [
+            {"name": _SENTINELS[i], "kind": kind}
+            | ({"schema": schema} if kind == SCHEMA_KIND else {})
+            for i, kind in enumerate([*dict.fromkeys([*kinds, SCHEMA_KIND])])
+        ]
+        answers["ops"] = [*answers["ops"], *extra]
+        renderings.append(render_files(answers))
+    return renderings
 
 
 def derive_generated_names() -> tuple[list[str], list[str]]:
@@ -185,12 +202,12 @@ def derive_generated_names() -> tuple[list[str], list[str]]:
     from scaffold.project.names import defined_names
     from scaffold.project.spec import default_ops
 
-    files = _sentinel_rendering()
     first = default_ops(None)[0]["name"]
     ops = [first, *_SENTINELS]
     patterns: set[str] = set()
     modules: set[str] = set()
-    for path, data in files.items():
+    files = [item for rendering in _sentinel_renderings() for item in rendering.items()]
+    for path, data in files:
         text = data.decode("utf-8")
         for op in _SENTINELS:
             forms = (op, op.upper(), _camel(op))
@@ -198,8 +215,8 @@ def derive_generated_names() -> tuple[list[str], list[str]]:
                 patterns.add(
                     word.replace(op, "{op}").replace(op.upper(), "{OP}").replace(_camel(op), "{Op}")
                 )
-            if op in path:
-                patterns.add(path.replace(op, "{op}"))
+            if op in path:  # the package's folder under torch-ext/ is any project's
+                patterns.add(path.replace(op, "{op}").replace(f"/{_PACKAGE}/", "/{package}/"))
         if path.endswith(".py"):
             modules |= defined_names(text)
     own = {

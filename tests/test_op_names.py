@@ -13,6 +13,7 @@ from scaffold.project.answers import load_answers
 from scaffold.project.cxx_reserved import CXX_RESERVED
 from scaffold.project.generated_names import GENERATED_IDENTIFIERS, GENERATED_MODULE_NAMES
 from scaffold.project.names import OpName, check_op_name_free, defined_names
+from scaffold.vocabulary import TRITON_LANGUAGE
 from tests.cxx_names import (
     derive_generated_names,
     derive_reserved_names,
@@ -83,6 +84,27 @@ def test_op_names_that_break_the_generated_code_are_refused(name: str, why: str)
 @pytest.mark.parametrize("name", ["scale", "my_op", "gelu", "silu", "rms_norm", "img2gray2"])
 def test_ordinary_op_names_are_accepted(name: str) -> None:
     assert OpName(name).name == name
+
+
+@pytest.mark.parametrize("name", ["norm", "sin", "stdin", "index", "delete", "std"])
+def test_names_only_cxx_takes_are_free_in_a_triton_project(name: str) -> None:
+    with pytest.raises(KscaffoldError, match="C/C[+][+] headers|C[+][+] keyword|already uses it"):
+        OpName(name)
+    assert OpName(name, TRITON_LANGUAGE).name == name
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("str", "Python builtin"),
+        ("class", "Python keyword"),
+        ("torch", "already uses it"),
+        ("eager", "generated Python module imports or defines it"),  # the Triton module's
+    ],
+)
+def test_python_names_stay_taken_in_a_triton_project(name: str, why: str) -> None:
+    with pytest.raises(KscaffoldError, match=why):
+        OpName(name, TRITON_LANGUAGE)
 
 
 @pytest.mark.parametrize(

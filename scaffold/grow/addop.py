@@ -48,7 +48,6 @@ def add_op(
     ``schema`` (``(args) -> returns``) makes that skeleton, its wrapper, fake, tests and
     benchmark for the schema; it is checked before anything is written.
     """
-    op = OpName(name)
     if schema is not None:
         if like is not None:
             raise InvalidOptionError(
@@ -56,9 +55,9 @@ def add_op(
                 "schema."
             )
         named, schema = split_name(schema)
-        if named is not None and named != op.name:
+        if named is not None and named != name:
             raise InvalidOptionError(
-                f"The schema names the op '{named}' but the command adds '{op.name}': leave the "
+                f"The schema names the op '{named}' but the command adds '{name}': leave the "
                 "name out of --schema, or make them the same."
             )
     if like is not None and like not in LIKE_KINDS:
@@ -68,6 +67,7 @@ def add_op(
         )
     project = project.resolve()
     answers = load_answers(project)
+    op = OpName(name, answers.language)  # C++ names are free where no C++ is generated
     if schema is not None:
         stable_abi = bool(answers.values.get("stable_abi"))
         describe(op.name, schema, language=answers.language, stable_abi=stable_abi)

@@ -118,7 +118,8 @@ def load_answers(project: Path) -> ProjectAnswers:
             f"{{name: ..., kind: ...}} with a kind among {', '.join(OP_KINDS)}; "
             "restore it from git."
         )
-    _check_op_names(path, ops, str(answers["name"]).replace("-", "_"))
+    package = str(answers["name"]).replace("-", "_")
+    _check_op_names(path, ops, package, str(answers.get("language", CPP_LANGUAGE)))
     ops = [_op_entry(path, entry).as_answer() for entry in ops]
     return ProjectAnswers({**answers, **_builder(path, values), "ops": ops}, version)
 
@@ -185,14 +186,16 @@ def _name_the_bad_op_entry(path: Path, ops: object) -> None:
             )
 
 
-def _check_op_names(path: Path, ops: list[dict[str, str]], package: str) -> None:
+def _check_op_names(path: Path, ops: list[dict[str, str]], package: str, language: str) -> None:
     """Each recorded op name follows add-op's rules: it names files, namespaces and functions."""
     names = [entry["name"] for entry in ops]
     for index, entry in enumerate(ops):
         try:
             # The first op may share the package's name (``--example img2gray`` makes one).
             check_op_name_free(
-                OpName(entry["name"]), package=package if index else None, other_ops=names
+                OpName(entry["name"], language),
+                package=package if index else None,
+                other_ops=names,
             )
         except KscaffoldError as error:
             raise AnswersError(f"{path}: 'ops': {error}") from error

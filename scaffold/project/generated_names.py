@@ -13,9 +13,11 @@ GENERATED_IDENTIFIERS: tuple[str, ...] = (
     "_{op}_check_image",
     "_{op}_check_input",
     "_{op}_check_inputs",
+    "_{op}_eager",
     "_{op}_fake",
     "_{op}_out_fake",
     "_{op}_setup_context",
+    "_{op}_triton",
     "benchmarks/benchmark_{op}.py",
     "csrc/cpu/{op}.cpp",
     "csrc/cuda/{op}.cu",
@@ -23,6 +25,7 @@ GENERATED_IDENTIFIERS: tuple[str, ...] = (
     "residual_{op}",
     "scaled_{op}",
     "tests/test_{op}.py",
+    "torch-ext/{package}/_{op}_triton.py",
     "{OP}_DTYPES",
     "{Op}",
     "{Op}Benchmark",
@@ -40,16 +43,20 @@ GENERATED_IDENTIFIERS: tuple[str, ...] = (
 
 GENERATED_MODULE_NAMES = frozenset(
     """
-Any BACKENDS BAD_IMAGES BAD_INPUTS BAD_OUTS Benchmark COLUMNS Callable DIFFERENT_DEVICES DTYPES
-EPS FLOAT_DTYPES GRAPH_CALLS HUB_WORKLOADS HUGE_DTYPE HUGE_ROW HUGE_ROWS IMPLEMENTATIONS Image
-KERNELIZE_MODES KernelsBenchmark LAYER LocalLayerRepository MakeInputs Mode ModuleType
-NON_CONTIGUOUS_IMAGES NON_CONTIGUOUS_INPUTS NON_CONTIGUOUS_OUTS NOT_BUILT NO_GPU ODD_SHAPES
-ON_CUDA OP OPCHECK_CASES Op PORTABLE_CPU_SCRIPT PRODUCTION_DTYPE PRODUCTION_SHAPE PROJECT_ROOT
-Path ReferenceLayer Row SHAPES SIZES SUPPORTED_DTYPES Sequence SmallModel WEIGHTS Workload
-__all__ _add_workload_methods _backend_param _cells _check _check_input _chosen_workloads
-_dtype_name _elapsed_ms _input_sets _overhead_line _pick _profile_from_args _registers
-_run_from_args _set_recompile_limit _synchronize add_op_namespace_prefix annotations argparse
-arguments awkward_values backend call cloned dataclasses datetime device device_for dtype_id
+Any BACKENDS BAD_IMAGES BAD_INPUTS BAD_OUTS BLOCK_SIZE Benchmark COLUMNS Callable
+DIFFERENT_DEVICES DTYPES EPS FIXED_POINT_WEIGHTS FLOAT_DTYPES GRAPH_CALLS HUB_WORKLOADS
+HUGE_DTYPE HUGE_ROW HUGE_ROWS IMPLEMENTATIONS Image KERNELIZE_MODES KernelsBenchmark LAYER
+LocalLayerRepository MakeInputs Mode ModuleType NON_CONTIGUOUS_IMAGES NON_CONTIGUOUS_INPUTS
+NON_CONTIGUOUS_OUTS NOT_BUILT NO_GPU ODD_SHAPES ON_CUDA OP OPCHECK_CASES Op PORTABLE_CPU_SCRIPT
+PRODUCTION_DTYPE PRODUCTION_SHAPE PROJECT_ROOT Path ReferenceLayer Row SHAPES SIZES SOURCE
+SUPPORTED_DTYPES Sequence SmallModel WEIGHTS WORDS_PER_PROGRAM Workload __all__
+_add_workload_methods _backend_param _backward _cells _check _check_input _check_tensor
+_chosen_workloads _compute _cpu _dtype_name _elapsed_ms _fake _input_sets _launch _launcher _op
+_op_no_grad _op_out _overhead_line _pick _plain _profile_from_args _registers _run
+_run_from_args _run_out _set_recompile_limit _setup_context _synchronize _write
+add_op_namespace_prefix annotations argparse arguments
+assert_compiled_code_launches_the_ops_kernel awkward_values backend call check_image
+check_input check_inputs check_out cloned dataclasses datetime device device_for dtype_id eager
 functools get_local_kernel gpu_busy_work graph_replay host_overhead huge_input json kernel
 kernelize kernelized layers load_kernel machine main make_image make_input math measure moved
 needs_cuda_backend nix_ci_build np ops os outcome photo_like pillow_gray platform plot
@@ -76,6 +83,7 @@ test_rejects_tensors_on_different_devices test_repeated_calls_leave_no_memory_be
 test_runs_on_a_side_stream_without_syncing test_special_values test_torch_compile
 test_two_calls_are_bit_identical test_uint8_every_colour_is_bit_exact_with_pillow
 test_uint8_is_bit_exact_with_pillow test_uint8_photo_like_image_is_bit_exact_with_pillow time
-time_us torch use_kernel_forward_from_hub use_kernel_mapping weight_for
+time_us torch triton_kernel_names triton_op use_kernel_forward_from_hub use_kernel_mapping
+weight_for wrap_triton
 """.split()  # noqa: SIM905
 )

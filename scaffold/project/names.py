@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from scaffold.errors import InvalidNameError, InvalidOptionError
 from scaffold.project.cxx_reserved import CXX_RESERVED
 from scaffold.project.generated_names import GENERATED_IDENTIFIERS, GENERATED_MODULE_NAMES
-from scaffold.vocabulary import OP_VARIANT_SUFFIXES, SUPPORTED_BACKENDS
+from scaffold.vocabulary import (
+    CPP_LANGUAGE,
+    OP_VARIANT_SUFFIXES,
+    SUPPORTED_BACKENDS,
+    TRITON_LANGUAGE,
+)
 
 #: The Hub's rule for kernel names (also enforced by the ``kernels`` loader on metadata.json);
 #: matched against the whole name (``fullmatch``), so a trailing newline is never accepted.
@@ -154,14 +159,12 @@ CXX_KEYWORDS = frozenset(
     }
 )  # fmt: skip
 
-#: Names the generated code already gives a meaning: C++ namespaces and macros it uses, and the
-#: module-level names of the generated Python package.
-_TAKEN_BY_THE_TEMPLATE = frozenset(
-    {
-        "at", "c10", "std", "torch", "cuda", "cub", "thrust", "detail", "linux", "unix",
-        "assert", "errno", "ops", "layers",
-    }
-)  # fmt: skip
+#: Names the generated C++ already gives a meaning: namespaces and macros it uses.
+_TAKEN_IN_CXX = frozenset(
+    {"at", "c10", "std", "cub", "thrust", "detail", "linux", "unix", "assert", "errno"}
+)
+#: Names every project gives a meaning: the backend's and the generated package's modules.
+_TAKEN_IN_PYTHON = frozenset({"torch", "cuda", "ops", "layers"})
 
 
 def generated_identifiers(op: str) -> frozenset[str]:
@@ -177,13 +180,19 @@ def _python_builtins() -> frozenset[str]:
     return frozenset(name for name in dir(builtins) if OP_NAME_PATTERN.fullmatch(name))
 
 
-def _why_taken(name: str) -> str | None:
-    """Why the generated code cannot use ``name`` for an op, or None if it can."""
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in CXX_KEYWORDS:
-        return "it is a Python or C++ keyword"
-    if name in _TAKEN_BY_THE_TEMPLATE:
+def _why_taken(name: str, *, compiled: bool) -> str | None:
+    """Why the generated code cannot use ``name`` for an op, or None if it can.
+
+    ``compiled``: the project compiles C++ (a Triton project has only Python, so C++ keywords,
+    namespaces and header names are free there).
+    """
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "it is a Python keyword"
+    if compiled and name in CXX_KEYWORDS:
+        return "it is a C++ keyword"
+    if name in _TAKEN_IN_PYTHON or (compiled and name in _TAKEN_IN_CXX):
         return "the generated C++ or Python already uses it"
-    if name in CXX_RESERVED:
+    if compiled and name in CXX_RESERVED:
         return (
             "the C/C++ headers the generated code includes already define it at global scope "
             f"(a function, macro, type or namespace), and the op's `namespace {name}` would "
@@ -202,7 +211,7 @@ def _why_taken(name: str) -> str | None:
                 f"the op would generate {identifier}, which the generated Python already "
                 "defines for itself"
             )
-        if identifier in CXX_RESERVED:
+        if compiled and identifier in CXX_RESERVED:
             return (
                 f"the op would generate {identifier}, which the C/C++ headers the generated code "
                 "includes already define"
@@ -212,9 +221,13 @@ def _why_taken(name: str) -> str | None:
 
 @dataclass(frozen=True)
 class OpName:
-    """The name of a new op: a valid C++ namespace, Python function and ``torch.ops`` name."""
+    """The name of a new op: a valid Python function, ``torch.ops`` name and C++ namespace.
+
+    In a Triton project (``language``) no C++ is generated, so only the Python rules apply.
+    """
 
     name: str
+    language: str = CPP_LANGUAGE
 
     def __post_init__(self) -> None:
         name = self.name
@@ -245,7 +258,7 @@ class OpName:
                     f"kscaffold declares for each op ('{name}' would be the one of "
                     f"'{name.removesuffix(suffix)}')."
                 )
-        why = _why_taken(name)
+        why = _why_taken(name, compiled=self.language != TRITON_LANGUAGE)
         if why is not None:
             raise InvalidNameError(f"Invalid op name '{name}': {why}; choose another name.")
 

@@ -140,13 +140,13 @@ class ProjectSpec:
             op_name, text = split_name(schema)
             if op_name is None:  # named after the kernel, unless that name cannot be an op's
                 try:
-                    op_name = OpName(kernel.name.replace("-", "_")).name
+                    op_name = OpName(kernel.name.replace("-", "_"), language).name
                 except InvalidNameError as error:
                     raise InvalidNameError(
                         f"{error} (the op is named after the kernel): name it in the schema, "
                         "as in --schema 'my_op(Tensor x) -> Tensor'."
                     ) from error
-            op_name = OpName(op_name).name
+            op_name = OpName(op_name, language).name
             describe(op_name, text, language=language, stable_abi=stable_abi is not None)
             schema_op = OpEntry(op_name, SCHEMA_KIND, text)
         return cls(
