@@ -244,6 +244,8 @@ _TAKEN = frozenset(
         "OP", "SOURCE", "DTYPES", "triton_op",  # a Triton op's module
     }
 )  # fmt: skip
+#: Names ruff's E741 (selected by the project's ruff.toml) refuses in the generated Python.
+_AMBIGUOUS = frozenset({"l", "O", "I"})
 #: The locals of check_inputs (csrc/<op>.h, or a Triton op's module), which takes the tensors.
 _TAKEN_BY_TENSORS = frozenset({"first_device", "i", "item"})
 
@@ -290,6 +292,11 @@ def _describe_argument(arg: TgArgument, keyword_only: bool, where: str) -> dict[
         raise SchemaError(f"{here}: the name is a Python or C++ keyword; rename it.")
     if name in _TAKEN or name.startswith("_"):
         raise SchemaError(f"{here}: the generated code uses that name; rename it.")
+    if name in _AMBIGUOUS:
+        raise SchemaError(
+            f"{here}: the project's ruff refuses 'l', 'O' and 'I' as Python names (E741: they "
+            "read as 1 and 0); give it a longer name."
+        )
     annotation = arg.annotation
     mutated = annotation is not None and annotation.is_write
     if annotation is not None and not mutated:
