@@ -256,6 +256,10 @@ BAD_SCHEMAS = {
     "cxx-keyword": ("(Tensor x, int class) -> Tensor", r"'class': .* C\+\+ keyword"),
     "python-keyword": ("(Tensor x, float lambda) -> Tensor", r"'lambda': .*Python .*keyword"),
     "namespace-name": ("(Tensor at) -> Tensor", r"'at': the generated code uses that name"),
+    "mode-of-a-mutating-op": (
+        '(Tensor(a!) x, str mode="sum") -> ()',
+        r"'mode': .*writes to 'x' through torch's auto_functionalized",
+    ),
     "ambiguous-name": ("(Tensor x, Layout? l=None) -> Tensor", r"'l': .*ruff refuses .*E741"),
     "out-not-returned": ("(Tensor x, *, Tensor(a!) out) -> Tensor", r"out=\) arguments returns"),
     "two-stars": (

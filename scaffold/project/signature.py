@@ -464,6 +464,13 @@ def describe(
         if arg["name"] in seen:
             raise SchemaError(f"{where}: two arguments are named '{arg['name']}'.")
         seen.add(arg["name"])
+    mutated = [a["name"] for a in args if a["mutated"]]
+    if mutated and "mode" in seen:
+        raise SchemaError(
+            f"{where}, argument 'mode': torch.compile and opcheck run an op that writes to "
+            f"'{mutated[0]}' through torch's auto_functionalized, whose own 'mode' parameter "
+            "this name collides with; rename it."
+        )
     aliases: dict[str, str] = {}  # alias letter -> argument
     aliases_of = {a["name"]: a["alias"] for a in args}
     for arg in args:
