@@ -25,6 +25,7 @@ from scaffold.cli import app
 from scaffold.compiler import build_project
 from scaffold.errors import AnswersError, InvalidNameError, InvalidOptionError, SchemaError
 from scaffold.grow.addop import add_op
+from scaffold.grow.create import create_project
 from scaffold.grow.evolve import BASELINE_REF, add_backend
 from scaffold.grow.template import render_files
 from scaffold.project.answers import load_answers
@@ -491,6 +492,32 @@ def test_new_with_a_schema_makes_it_the_first_op(tmp_path: Path) -> None:
         ProjectSpec.parse("a-kernel-with-a-long-name", schema="(Tensor x) -> Tensor")
     long_kernel = ProjectSpec.parse("a-kernel-with-a-long-name", schema="lin(Tensor x) -> Tensor")
     assert long_kernel.answers()["ops"][0]["name"] == "lin"
+
+
+@pytest.mark.parametrize("language", ["cpp", "triton"])
+def test_a_project_that_starts_from_a_schema_grows_template_ops(
+    tmp_path: Path, language: str
+) -> None:
+    """The package docstring, example and README usage stay the first (schema) op's."""
+    spec = ProjectSpec.parse(
+        "fused", backends=["cpu"], language=language, schema="(Tensor x, float s=2) -> Tensor"
+    )
+    project = create_project(spec, tmp_path / "fused")
+
+    def first_op_texts() -> tuple[str, str]:
+        usage = re.search(r"```python\n(.*?)```", (project / "README.md").read_text(), re.S)
+        assert usage is not None
+        return (project / "example.py").read_text(), usage.group(1)
+
+    before = first_op_texts()
+    add_op(project, "scale", like="relu")
+    commit_all(project, ".", message="scale")
+    add_op(project, "grow")
+    package = (project / "torch-ext" / "fused" / "__init__.py").read_text()
+    assert package.startswith('"""fused: the fused op as a PyTorch custom op, generated from')
+    assert first_op_texts() == before
+    assert "def scale(" in package and "def grow(" in package
+    assert_ruff_clean(project)
 
 
 @pytest.mark.parametrize(
