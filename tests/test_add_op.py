@@ -35,6 +35,13 @@ from scaffold.project.answers import load_answers
 from scaffold.project.names import OpName
 from scaffold.project.spec import ProjectSpec
 from scaffold.support.gitutil import read_ref_files
+from scaffold.vocabulary import (
+    OP_KINDS,
+    SCHEMA_KIND,
+    STABLE_ABI_KINDS,
+    TRITON_KINDS,
+    TRITON_LANGUAGE,
+)
 from tests.helpers import assert_ruff_clean, snapshot, write_tree
 from tests.projects import commit_all, copy_project, new_project
 from tests.test_build import cuda_toolkit_or_skip
@@ -352,17 +359,53 @@ def test_an_added_op_renders_as_it_would_as_the_first_op() -> None:
     assert later["benchmarks/benchmark_scale.py"] == first["benchmarks/benchmark.py"]
 
 
-def test_generated_python_is_lint_clean_for_the_longest_names(tmp_path: Path) -> None:
-    longest = "a" * 19
-    spec = ProjectSpec.parse("my-kernel", backends=("cuda", "cpu"))
-    ops = [
-        *spec.answers()["ops"],
-        {"name": OpName(longest + "r").name, "kind": "relu"},
-        {"name": OpName(longest + "g").name, "kind": "img2gray"},
-        {"name": OpName(longest + "s").name, "kind": "skeleton"},
-        {"name": OpName(longest + "n").name, "kind": "rms_norm"},
-    ]
-    write_tree(render_files({**spec.answers(), "ops": ops}), tmp_path)
+#: Kernel names up to this long keep every generated line in ruff's 100 columns (a longer one
+#: leaves a few lines whose path or name alone outgrows them); op names are at most 20.
+_LINT_CLEAN_KERNEL_NAME = "a-kernel-name-long-enough-to-push-lines-past-100-columns-of-ruff"
+
+#: Per flavour: what project options make it, and the schemas it takes (mutating, list, tuple).
+_FLAVOURS = {
+    "cpp": (
+        {},
+        [
+            "(Tensor x, Tensor? bias=None, float eps=1e-5, int[] dims=[]) -> (Tensor, Tensor)",
+            "(Tensor(a!) x, Scalar alpha) -> ()",
+            "(Tensor[] xs, *, bool flag=False) -> Tensor",
+        ],
+    ),
+    "stable-abi": (
+        {"stable_abi": "2.10"},
+        ["(Tensor x, Tensor? bias=None, float eps=1e-5) -> (Tensor, Tensor)"],
+    ),
+    "triton": (
+        {"language": TRITON_LANGUAGE},
+        [
+            "(Tensor x, Tensor? bias=None, float eps=1e-5, int[] dims=[]) -> (Tensor, Tensor)",
+            "(Tensor(a!) x, Scalar alpha) -> ()",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("first", ["template-op", "schema-op"])
+@pytest.mark.parametrize("flavour", sorted(_FLAVOURS))
+def test_generated_python_is_lint_clean_for_the_longest_names(
+    tmp_path: Path, flavour: str, first: str
+) -> None:
+    """20-character ops of every kind the flavour renders, in a kernel of a 64-character name."""
+    assert len(_LINT_CLEAN_KERNEL_NAME) == 64
+    options, schemas = _FLAVOURS[flavour]
+    spec = ProjectSpec.parse(_LINT_CLEAN_KERNEL_NAME, backends=("cuda", "cpu"), **options)
+    answers = spec.answers()
+    ops = list(answers["ops"])
+    if first == "schema-op":
+        ops = [{"name": ops[0]["name"], "kind": SCHEMA_KIND, "schema": schemas[0]}]
+    kinds = {"cpp": OP_KINDS, "stable-abi": STABLE_ABI_KINDS, "triton": TRITON_KINDS}[flavour]
+    extra = [{"kind": kind} for kind in kinds if kind != SCHEMA_KIND]
+    extra += [{"kind": SCHEMA_KIND, "schema": schema} for schema in schemas]
+    for suffix, entry in zip("abcdefgh", extra, strict=False):
+        ops.append({"name": OpName("a" * 19 + suffix).name, **entry})
+    write_tree(render_files({**answers, "ops": ops}), tmp_path)
     assert_ruff_clean(tmp_path)
 
 
