@@ -143,8 +143,8 @@ class ProjectSpec:
                     op_name = OpName(kernel.name.replace("-", "_"), language).name
                 except InvalidNameError as error:
                     raise InvalidNameError(
-                        f"{error} (the op is named after the kernel): name it in the schema, "
-                        "as in --schema 'my_op(Tensor x) -> Tensor'."
+                        f"{str(error).rstrip('.')} (the op is named after the kernel): name it "
+                        "in the schema, as in --schema 'my_op(Tensor x) -> Tensor'."
                     ) from error
             op_name = OpName(op_name, language).name
             describe(op_name, text, language=language, stable_abi=stable_abi is not None)
