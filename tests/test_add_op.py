@@ -364,10 +364,12 @@ def test_an_added_op_renders_as_it_would_as_the_first_op() -> None:
 #: leaves a few lines whose path or name alone outgrows them); op names are at most 20.
 _LINT_CLEAN_KERNEL_NAME = "a-kernel-name-long-enough-to-push-lines-past-100-columns-of-ruff"
 
-#: Per flavour: what project options make it, and the schemas it takes (mutating, list, tuple).
+#: Per flavour: what project options make it, the op kinds it renders, and the schemas it takes
+#: (mutating, list, tuple).
 _FLAVOURS = {
     "cpp": (
         {},
+        OP_KINDS,
         [
             "(Tensor x, Tensor? bias=None, float eps=1e-5, int[] dims=[]) -> (Tensor, Tensor)",
             "(Tensor(a!) x, Scalar alpha) -> ()",
@@ -376,10 +378,12 @@ _FLAVOURS = {
     ),
     "stable-abi": (
         {"stable_abi": "2.10"},
+        STABLE_ABI_KINDS,
         ["(Tensor x, Tensor? bias=None, float eps=1e-5) -> (Tensor, Tensor)"],
     ),
     "triton": (
         {"language": TRITON_LANGUAGE},
+        TRITON_KINDS,
         [
             "(Tensor x, Tensor? bias=None, float eps=1e-5, int[] dims=[]) -> (Tensor, Tensor)",
             "(Tensor(a!) x, Scalar alpha) -> ()",
@@ -388,16 +392,12 @@ _FLAVOURS = {
 }
 
 
-def _flavour_kinds(flavour: str) -> tuple[str, ...]:
-    return {"cpp": OP_KINDS, "stable-abi": STABLE_ABI_KINDS, "triton": TRITON_KINDS}[flavour]
-
-
 @pytest.mark.parametrize(
     ("flavour", "first"),
     [
         (flavour, first)
-        for flavour in sorted(_FLAVOURS)
-        for first in _flavour_kinds(flavour)
+        for flavour, (_, kinds, _) in sorted(_FLAVOURS.items())
+        for first in kinds
         if first != SKELETON_KIND  # a project starts from an example or a schema
     ],
 )
@@ -409,12 +409,11 @@ def test_generated_python_is_lint_clean_for_the_longest_names(
     The README's usage is the first op's, so each kind is also the first op once.
     """
     assert len(_LINT_CLEAN_KERNEL_NAME) == 64
-    options, schemas = _FLAVOURS[flavour]
+    options, kinds, schemas = _FLAVOURS[flavour]
     spec = ProjectSpec.parse(_LINT_CLEAN_KERNEL_NAME, backends=("cuda", "cpu"), **options)
     answers = spec.answers()
     first_op = {"name": answers["ops"][0]["name"], "kind": first}
     ops = [first_op | ({"schema": schemas[0]} if first == SCHEMA_KIND else {})]
-    kinds = _flavour_kinds(flavour)
     extra = [{"kind": kind} for kind in kinds if kind != SCHEMA_KIND]
     extra += [{"kind": SCHEMA_KIND, "schema": schema} for schema in schemas]
     for suffix, entry in zip("abcdefgh", extra, strict=False):
