@@ -81,7 +81,7 @@ inline void define_ops(torch::Library& ops) {
   ops.def("plain(Tensor x) -> Tensor");
   ops.def("split" "_literal(Tensor x) -> Tensor");
   ops.def(R"(raw(Tensor x,
-                 int n=1'000) -> Tensor)");
+                 str n="it's") -> Tensor)");
   ops.def("plain.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)");
 }
 const char* brace = "{ not a block }";
@@ -114,7 +114,7 @@ def test_schemas_and_registrations_are_read_from_cpp(tmp_path: Path) -> None:
         "plain.out",
         "composite",
     ]
-    assert schemas[0].line == 6 and schemas[2].arguments[1].default == "1'000"
+    assert schemas[0].line == 6 and schemas[2].arguments[1].default == '"it\'s"'
     assert {(r.op, r.dispatch_key) for r in registrations} == {
         ("plain", "CPU"),
         ("plain.out", "CPU"),

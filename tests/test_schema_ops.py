@@ -235,6 +235,9 @@ def test_the_source_scanner_reads_arguments_with_the_same_parser() -> None:
     ]
     with pytest.raises(SchemaError, match=r"cannot read argument 'Foo x': unrecognized type Foo"):
         parse_schema("bad(Foo x) -> Tensor")
+    # What only the dispatcher refuses too: such a def aborts the process that loads the library.
+    with pytest.raises(SchemaError, match=r"argument 'int n=1_000': expected \) but found"):
+        parse_schema("bad(Tensor x, int n=1_000) -> Tensor")
 
 
 BAD_SCHEMAS = {
@@ -281,6 +284,23 @@ BAD_SCHEMAS = {
     "no-returns": ("(Tensor x)", r"no '-> returns' part"),
     "empty-returns": ("(Tensor x) ->", r"empty return type: use '-> \(\)'"),
     "no-parentheses": ("Tensor x -> Tensor", r"write it as '\(arguments\) -> returns'"),
+    # torchgen reads these; the dispatcher's C++ parser, which the built library meets, does not.
+    "infinite-float-default": (
+        "(Tensor x, float eps=-inf) -> Tensor",
+        r"argument 'float eps=-inf': .*never inf or nan; declare 'float\? eps=None'",
+    ),
+    "nan-scalar-default": (
+        "(Tensor x, Scalar? s=nan) -> Tensor",
+        r"argument 'Scalar\? s=nan': .*declare 'Scalar\? s=None'",
+    ),
+    "underscored-float-default": (
+        "(Tensor x, float w=1_000.5) -> Tensor",
+        r"the dispatcher refuses argument 'float w=1_000.5': expected \) but found 'ident'\.$",
+    ),
+    "plus-signed-default": (
+        "(Tensor x, float e=+1) -> Tensor",
+        r"the dispatcher refuses argument 'float e=\+1': expected number but found '\+'\.$",
+    ),
 }
 
 

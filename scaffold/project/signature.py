@@ -142,10 +142,11 @@ def split_name(schema: str) -> tuple[str | None, str]:
     return (name or None), (text[open_paren:] if open_paren >= 0 else text)
 
 
-def parse_parts(text: str, *, where: str) -> SchemaParts:
+def parse_parts(text: str, *, where: str, dispatcher: bool = True) -> SchemaParts:
     """Read ``(args) -> returns`` (no name) with torchgen's grammar.
 
-    ``where`` names the schema in messages (``op schema 'name(...) -> ...'``).
+    ``where`` names the schema in messages (``op schema 'name(...) -> ...'``). ``dispatcher``:
+    then also with the dispatcher's own parser (:func:`check_with_dispatcher`).
 
     Raises:
         SchemaError: One line naming the part torchgen (or the dispatcher's rules) refused.
@@ -197,13 +198,53 @@ def parse_parts(text: str, *, where: str) -> SchemaParts:
                 f"{where}: cannot read return '{raw}': {_tg_error(error)}."
             ) from error
         returns.append(ret)
-    return SchemaParts(
+    parts = SchemaParts(
         tuple(positional),
         tuple(keyword_only),
         tuple(returns),
         tuple(d for d in declared if d != "*"),
         tuple(re.sub(r"\s+", " ", raw.strip()) for raw in inner),
     )
+    if dispatcher:
+        check_with_dispatcher(parts, text, where)
+    return parts
+
+
+def check_with_dispatcher(parts: SchemaParts, text: str, where: str) -> None:
+    """Raise a SchemaError for a schema torchgen reads but the dispatcher's C++ parser refuses.
+
+    torchgen's grammar is looser about defaults (``inf``, ``nan``, ``1_000``, ``+1``); the library
+    ``def``s such a schema while it loads, and the error escapes the static initialiser: the
+    process aborts. Each part is read alone first, so that the message names the bad one.
+    """
+    import torch  # the dispatcher's parser; only here, as torchgen.model imports no torch
+
+    def refusal(probe: str) -> str | None:
+        try:
+            torch._C.parse_schema(probe)
+        except RuntimeError as error:
+            reason = _tg_error(error).strip().removesuffix(":").removesuffix(" here").strip()
+            return reason or "refused"
+        return None
+
+    probes = [("argument", a, f"f({a}) -> ()") for a in parts.written_arguments]
+    probes += [("return", r, f"f() -> ({r})") for r in parts.written_returns]
+    for kind, part, probe in probes:
+        reason = refusal(probe)
+        if reason is None:
+            continue
+        non_number = re.fullmatch(r"(\S+)\s+(\w+)\s*=\s*[-+]?(inf|nan)", part)
+        if kind == "argument" and non_number:
+            type_, name = non_number.group(1, 2)
+            raise SchemaError(
+                f"{where}, argument '{part}': the dispatcher reads a default only as a number, "
+                f"never inf or nan; declare '{type_.rstrip('?')}? {name}=None' and choose the "
+                "value in the kernel."
+            )
+        raise SchemaError(f"{where}: the dispatcher refuses {kind} '{part}': {reason}.")
+    reason = refusal(f"f{text}")
+    if reason is not None:
+        raise SchemaError(f"{where}: the dispatcher refuses it: {reason}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -263,7 +304,7 @@ def _literal(default: str, base: BaseTy, where: str) -> str:
             value = float(default)
         except ValueError:
             raise bad from None
-        return repr(value) if value == value and abs(value) != float("inf") else f'float("{value}")'
+        return repr(value)  # never inf or nan: the dispatcher refuses those (check_with_dispatcher)
     if base == BaseTy.bool:
         if default not in ("True", "False"):
             raise bad
@@ -435,7 +476,8 @@ def describe(
         SchemaError: If the dispatcher would refuse the schema, or kscaffold cannot generate it.
     """
     where = f"schema '{text.strip()}' of {name}"
-    parts = parse_parts(text, where=where)
+    # kscaffold's own checks first (their messages say more); the dispatcher's parser last.
+    parts = parse_parts(text, where=where, dispatcher=False)
     args = [_describe_argument(a, False, where) for a in parts.positional]
     args += [_describe_argument(a, True, where) for a in parts.keyword_only]
     for index, arg in enumerate(args):  # a seed of their own: no two sample tensors alike
@@ -532,6 +574,7 @@ def describe(
         tensor_type = "at::Tensor"
         cpp_types = [r["cpp"] for r in returns]
     py_types = [r["py"] for r in returns]
+    check_with_dispatcher(parts, text, where)
     schema = f"{name}{parts.text()}"
     return {
         "schema": schema,
