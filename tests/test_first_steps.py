@@ -445,6 +445,30 @@ def test_cli_passes_what_follows_the_double_dash_to_pytest(
     assert result.exit_code == 2, result.output
 
 
+def test_a_crash_before_any_test_is_named_with_its_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A library whose op registration throws aborts the process that loads it (SIGABRT).
+    def prepare(
+        project: Path, *, pytest_args: list[str], backend: str | None, reporter: object
+    ) -> ProjectTests:
+        return ProjectTests(
+            project=tmp_path,
+            builds=(),
+            backends=(project_tests.BackendOutcome("cpu", True, "build/x/"),),
+            command=(sys.executable, "-c", "import os; os.abort()"),
+        )
+
+    monkeypatch.setattr(project_tests, "prepare_project_tests", prepare)
+    result = runner.invoke(app, ["test", str(tmp_path)])
+    assert result.exit_code == 128 + 6, result.output  # as a shell reports SIGABRT
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(
+        "kscaffold test failed: pytest was killed by SIGABRT before running any test, most often "
+        "a crash while loading the built library"
+    ), result.output
+
+
 @pytest.mark.slow
 def test_generated_suite_skips_a_backend_kscaffold_did_not_build(tmp_path: Path) -> None:
     """No build at all, and the variable says cpu was not built: skips with that reason."""

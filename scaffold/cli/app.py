@@ -442,7 +442,7 @@ def test_command(
     console.file.flush()
     run = tests.run()
     console.print(run.verdict(), markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(0 if run.passed else (run.status or 1))
+    raise typer.Exit(run.exit_code)
 
 
 @app.command(

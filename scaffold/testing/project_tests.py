@@ -18,6 +18,7 @@ import importlib.metadata
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -127,10 +128,27 @@ class SuiteRun:
             and (counts.passed > 0 or counts.xfailed + counts.xpassed > 0)
         )
 
+    @property
+    def exit_code(self) -> int:
+        """0 when passed, else pytest's status; a signal as a shell gives it (128 + its number)."""
+        if self.passed:
+            return 0
+        return 128 - self.status if self.status < 0 else (self.status or 1)
+
     def verdict(self) -> str:
         """``Tested: ...`` only when tests ran and passed; otherwise what went wrong, where."""
         counts = self.counts
         variant = f"build/{counts.variant}/" if counts and counts.variant else "no built variant"
+        if counts is None and self.status < 0:
+            try:
+                killer = signal.Signals(-self.status).name
+            except ValueError:
+                killer = f"signal {-self.status}"
+            return (
+                f"kscaffold test failed: pytest was killed by {killer} before running any test, "
+                "most often a crash while loading the built library (a C++ error in its op "
+                "registrations: its message is above)."
+            )
         if counts is None:
             return f"kscaffold test failed: pytest exited {self.status} before running any test."
         if counts.collection_errors:
