@@ -5,8 +5,10 @@ One parser for every schema kscaffold reads: the ``def`` strings of a project's 
 answers file records. :func:`parse_parts` reads the argument list and the returns with torchgen's
 ``Arguments`` and ``parse_returns`` (``torchgen.model`` ships with torch and imports no torch);
 its strict spacing is normalised first, and its assertion messages become one
-:class:`~scaffold.errors.SchemaError` line naming the bad part. The op name is read by the
-callers: torchgen refuses names ending in ``_out``, which every template op declares.
+:class:`~scaffold.errors.SchemaError` line naming the bad part. What torchgen reads is then read
+again by the dispatcher's own C++ parser (:func:`check_with_dispatcher`), stricter about defaults.
+The op name is read by the callers: torchgen refuses names ending in ``_out``, which every
+template op declares.
 
 :func:`describe` goes further for an op kscaffold generates from a schema: it refuses what the
 generated C++ or Python could not express (a view return, a type without a mapping, an argument
