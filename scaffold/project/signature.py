@@ -217,7 +217,8 @@ def check_with_dispatcher(parts: SchemaParts, text: str, where: str) -> None:
 
     torchgen's grammar is looser about defaults (``inf``, ``nan``, ``1_000``, ``+1``); the library
     ``def``s such a schema while it loads, and the error escapes the static initialiser: the
-    process aborts. Each part is read alone first, so that the message names the bad one.
+    process aborts. Only a schema the dispatcher refuses is read again part by part, so that the
+    message names the bad part.
     """
     import torch  # the dispatcher's parser; only here, as torchgen.model imports no torch
 
@@ -229,6 +230,9 @@ def check_with_dispatcher(parts: SchemaParts, text: str, where: str) -> None:
             return reason or "refused"
         return None
 
+    whole = refusal(f"f{text}")
+    if whole is None:
+        return
     probes = [("argument", a, f"f({a}) -> ()") for a in parts.written_arguments]
     probes += [("return", r, f"f() -> ({r})") for r in parts.written_returns]
     for kind, part, probe in probes:
@@ -244,9 +248,7 @@ def check_with_dispatcher(parts: SchemaParts, text: str, where: str) -> None:
                 "value in the kernel."
             )
         raise SchemaError(f"{where}: the dispatcher refuses {kind} '{part}': {reason}.")
-    reason = refusal(f"f{text}")
-    if reason is not None:
-        raise SchemaError(f"{where}: the dispatcher refuses it: {reason}.")
+    raise SchemaError(f"{where}: the dispatcher refuses it: {whole}.")
 
 
 # --------------------------------------------------------------------------------------------
