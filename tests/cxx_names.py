@@ -192,13 +192,23 @@ def _sentinel_renderings() -> list[dict[str, bytes]]:
     return renderings
 
 
-def derive_generated_names() -> tuple[list[str], list[str]]:
-    """``(identifier patterns, module names)`` of a rendering, as names.py records them.
+@dataclass(frozen=True)
+class GeneratedNames:
+    """What a rendering names besides its ops, as ``scaffold/project/generated_names.py`` records.
 
-    The patterns are what the template generates for each op (``{op}``, ``{OP}``, ``{Op}``
-    standing for its forms); the module names are every top-level name of the generated Python
-    files that is no op's.
+    ``patterns``: what the template generates for each op (``{op}``, ``{OP}``, ``{Op}`` standing
+    for its forms). ``modules``: every top-level name of the generated Python files that is no
+    op's. ``headers``: the headers the generated C++ includes by a quoted name that is no op's,
+    without ``.h`` (an op's own header, ``csrc/<op>.h``, would be found in their place).
     """
+
+    patterns: list[str]
+    modules: list[str]
+    headers: list[str]
+
+
+def derive_generated_names() -> GeneratedNames:
+    """The names a rendering of every kind of op gives, besides the ops' own."""
     from scaffold.project.names import defined_names
     from scaffold.project.spec import default_ops
 
@@ -206,6 +216,7 @@ def derive_generated_names() -> tuple[list[str], list[str]]:
     ops = [first, *_SENTINELS]
     patterns: set[str] = set()
     modules: set[str] = set()
+    headers: set[str] = set()
     files = [item for rendering in _sentinel_renderings() for item in rendering.items()]
     for path, data in files:
         text = data.decode("utf-8")
@@ -219,29 +230,34 @@ def derive_generated_names() -> tuple[list[str], list[str]]:
                 patterns.add(path.replace(op, "{op}").replace(f"/{_PACKAGE}/", "/{package}/"))
         if path.endswith(".py"):
             modules |= defined_names(text)
+        headers |= set(re.findall(r'#include "(\w+)\.h"', text))
     own = {
         name.replace("{op}", op).replace("{OP}", op.upper()).replace("{Op}", _camel(op))
         for op in ops
         for name in patterns
     }
-    return sorted(patterns), sorted(modules - own)
+    return GeneratedNames(sorted(patterns), sorted(modules - own), sorted(headers - set(ops)))
 
 
-def render_generated_module(patterns: list[str], modules: list[str]) -> str:
+def render_generated_module(names: GeneratedNames) -> str:
     """The text of ``scaffold/project/generated_names.py``."""
     return (
         '"""What the generated code names, besides the op itself (generated).\n\n'
         "``GENERATED_IDENTIFIERS``: what the template generates for each op, ``{op}``, ``{OP}``\n"
         "and ``{Op}`` standing for the op's name, in upper case and in CamelCase; two ops must\n"
         "not share one. ``GENERATED_MODULE_NAMES``: the top-level names of the generated Python\n"
-        "files (package, tests, benchmarks) that are no op's. Regenerated and compared by\n"
+        "files (package, tests, benchmarks) that are no op's. ``GENERATED_HEADERS``: the headers\n"
+        "the generated C++ includes by a quoted name that is no op's, without ``.h`` (an op's own\n"
+        "``csrc/<op>.h`` would be found in their place). Regenerated and compared by\n"
         "tests/test_op_names.py (tests/cxx_names.py derives them); do not edit by hand.\n"
         '"""\n\n'
         "GENERATED_IDENTIFIERS: tuple[str, ...] = (\n"
-        + "".join(f'    "{pattern}",\n' for pattern in patterns)
+        + "".join(f'    "{pattern}",\n' for pattern in names.patterns)
         + ")\n\nGENERATED_MODULE_NAMES = frozenset(\n"
-        '    """\n' + _wrapped(modules) + '\n""".split()  # noqa: SIM905\n'
-        ")\n"
+        '    """\n' + _wrapped(names.modules) + '\n""".split()  # noqa: SIM905\n'
+        ")\n\nGENERATED_HEADERS = frozenset({"
+        + ", ".join(f'"{header}"' for header in names.headers)
+        + "})\n"
     )
 
 

@@ -11,7 +11,11 @@ from scaffold.errors import KscaffoldError
 from scaffold.grow.addop import add_op
 from scaffold.project.answers import load_answers
 from scaffold.project.cxx_reserved import CXX_RESERVED
-from scaffold.project.generated_names import GENERATED_IDENTIFIERS, GENERATED_MODULE_NAMES
+from scaffold.project.generated_names import (
+    GENERATED_HEADERS,
+    GENERATED_IDENTIFIERS,
+    GENERATED_MODULE_NAMES,
+)
 from scaffold.project.names import OpName, check_op_name_free, defined_names
 from scaffold.vocabulary import TRITON_LANGUAGE
 from tests.cxx_names import (
@@ -27,13 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_generated_names_are_those_of_the_template() -> None:
-    patterns, modules = derive_generated_names()
-    assert (patterns, frozenset(modules)) == (
+    names = derive_generated_names()
+    assert (names.patterns, frozenset(names.modules), frozenset(names.headers)) == (
         list(GENERATED_IDENTIFIERS),
         GENERATED_MODULE_NAMES,
+        GENERATED_HEADERS,
     )
     committed = (ROOT / "scaffold/project/generated_names.py").read_text(encoding="utf-8")
-    assert committed == render_generated_module(patterns, modules)
+    assert committed == render_generated_module(names)
 
 
 @pytest.mark.slow
@@ -72,6 +77,8 @@ def test_the_reserved_cxx_names_are_those_of_the_headers() -> None:
         ("kernels", "would generate KernelsBenchmark"),
         ("co_await", "keyword"),
         ("match", "keyword"),
+        ("registration", "in place of the generated code's own registration.h"),
+        ("torch_binding", "in place of the generated code's own torch_binding.h"),
     ],
 )
 def test_op_names_that_break_the_generated_code_are_refused(name: str, why: str) -> None:
@@ -86,9 +93,11 @@ def test_ordinary_op_names_are_accepted(name: str) -> None:
     assert OpName(name).name == name
 
 
-@pytest.mark.parametrize("name", ["norm", "sin", "stdin", "index", "delete", "std"])
+@pytest.mark.parametrize("name", ["norm", "sin", "stdin", "index", "delete", "std", "registration"])
 def test_names_only_cxx_takes_are_free_in_a_triton_project(name: str) -> None:
-    with pytest.raises(KscaffoldError, match="C/C[+][+] headers|C[+][+] keyword|already uses it"):
+    with pytest.raises(
+        KscaffoldError, match="C/C[+][+] headers|C[+][+] keyword|already uses it|own registration"
+    ):
         OpName(name)
     assert OpName(name, TRITON_LANGUAGE).name == name
 

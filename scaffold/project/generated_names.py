@@ -3,7 +3,9 @@
 ``GENERATED_IDENTIFIERS``: what the template generates for each op, ``{op}``, ``{OP}``
 and ``{Op}`` standing for the op's name, in upper case and in CamelCase; two ops must
 not share one. ``GENERATED_MODULE_NAMES``: the top-level names of the generated Python
-files (package, tests, benchmarks) that are no op's. Regenerated and compared by
+files (package, tests, benchmarks) that are no op's. ``GENERATED_HEADERS``: the headers
+the generated C++ includes by a quoted name that is no op's, without ``.h`` (an op's own
+``csrc/<op>.h`` would be found in their place). Regenerated and compared by
 tests/test_op_names.py (tests/cxx_names.py derives them); do not edit by hand.
 """
 
@@ -87,3 +89,5 @@ time_us torch triton_kernel_names triton_op use_kernel_forward_from_hub use_kern
 weight_for wrap_triton
 """.split()  # noqa: SIM905
 )
+
+GENERATED_HEADERS = frozenset({"registration", "torch_binding"})

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 
 from scaffold.errors import InvalidNameError, InvalidOptionError
 from scaffold.project.cxx_reserved import CXX_RESERVED
-from scaffold.project.generated_names import GENERATED_IDENTIFIERS, GENERATED_MODULE_NAMES
+from scaffold.project.generated_names import (
+    GENERATED_HEADERS,
+    GENERATED_IDENTIFIERS,
+    GENERATED_MODULE_NAMES,
+)
 from scaffold.vocabulary import (
     CPP_LANGUAGE,
     OP_VARIANT_SUFFIXES,
@@ -192,6 +196,11 @@ def _why_taken(name: str, *, compiled: bool) -> str | None:
         return "it is a C++ keyword"
     if name in _TAKEN_IN_PYTHON or (compiled and name in _TAKEN_IN_CXX):
         return "the generated C++ or Python already uses it"
+    if compiled and name in GENERATED_HEADERS:
+        return (
+            f"the op's header csrc/{name}.h would be included in place of the generated "
+            f"code's own {name}.h"
+        )
     if compiled and name in CXX_RESERVED:
         return (
             "the C/C++ headers the generated code includes already define it at global scope "
