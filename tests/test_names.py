@@ -6,6 +6,7 @@ import pytest
 
 from scaffold.errors import InvalidNameError, InvalidOptionError
 from scaffold.project.names import (
+    MAX_NAME_LENGTH,
     KernelName,
     parse_backends,
     parse_license,
@@ -41,6 +42,7 @@ def test_hopeless_names_are_refused_without_suggestion(raw: str) -> None:
     with pytest.raises(InvalidNameError) as error:
         KernelName(raw)
     assert "try" not in str(error.value)
+    assert f"2 to {MAX_NAME_LENGTH} characters" in str(error.value)
 
 
 def test_derived_identifiers() -> None:

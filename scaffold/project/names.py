@@ -77,7 +77,8 @@ class KernelName:
         if not isinstance(self.name, str) or not _valid_kernel_name(self.name):
             rule = (
                 "lowercase letters, digits and single '-', starting with a letter and not ending "
-                f"with '-', at most {MAX_NAME_LENGTH} characters (the Hub's limit)"
+                f"with '-', 2 to {MAX_NAME_LENGTH} characters (the kernels library's and the "
+                "Hub's limits)"
             )
             raw = str(self.name)
             suggestion = suggest_kernel_name(raw)
