@@ -233,7 +233,7 @@ def test_the_source_scanner_reads_arguments_with_the_same_parser() -> None:
         ("Tensor", "input", None, False),
         ("float?", "alpha", "None", True),
     ]
-    with pytest.raises(SchemaError, match=r"cannot read argument 'Foo x': unrecognized type Foo"):
+    with pytest.raises(SchemaError, match=r"cannot read argument 'Foo x': unknown type specifier"):
         parse_schema("bad(Foo x) -> Tensor")
     # What only the dispatcher refuses too: such a def aborts the process that loads the library.
     with pytest.raises(SchemaError, match=r"argument 'int n=1_000': expected \) but found"):
@@ -241,7 +241,7 @@ def test_the_source_scanner_reads_arguments_with_the_same_parser() -> None:
 
 
 BAD_SCHEMAS = {
-    "unknown-type": ("(Foo x) -> Tensor", r"cannot read argument 'Foo x': unrecognized type Foo"),
+    "unknown-type": ("(Foo x) -> Tensor", r"cannot read argument 'Foo x': unknown type specifier"),
     "unknown-return": ("(Tensor x) -> Foo", r"cannot read return 'Foo'"),
     "bad-float-default": ("(Tensor x, float eps=abc) -> Tensor", r"'eps': default 'abc' is not a"),
     "bad-int-default": ("(Tensor x, int n=1.5) -> Tensor", r"'n': default '1.5' is not an int"),
@@ -279,7 +279,11 @@ BAD_SCHEMAS = {
     "optional-bool-list": ("(Tensor x, bool[2]? m) -> Tensor", r"no code for type 'bool\[2\]\?'"),
     "optional-tensors-only": ("(Tensor?[] xs) -> Tensor", r"no 'Tensor' or 'Tensor\[\]' argument"),
     "optional-tensors-default": ("(Tensor x, Tensor?[] ys=[]) -> Tensor", r"a Tensor\?\[\] has no"),
-    "no-name": ("(Tensor) -> Tensor", r"cannot read argument 'Tensor'"),
+    "no-name": ("(Tensor) -> Tensor", r"argument 'Tensor' needs a type and a name"),
+    "no-type": ("(x) -> Tensor", r"argument 'x' needs a type and a name"),
+    "no-name-with-default": ("(Tensor x, int=3) -> Tensor", r"'int=3' needs a type and a name"),
+    "nothing-after-equals": ("(Tensor x, int y=) -> Tensor", r"'int y=': give the default after"),
+    "broken-type": ("(Tensor x, int[ y) -> Tensor", r"cannot read argument 'int\[ y': expected"),
     "unclosed": ("(Tensor x", r"unclosed argument list"),
     "no-returns": ("(Tensor x)", r"no '-> returns' part"),
     "empty-returns": ("(Tensor x) ->", r"empty return type: use '-> \(\)'"),
@@ -455,7 +459,7 @@ def test_the_generated_tests_and_benchmark_parse(grown: Grown) -> None:
 @pytest.mark.parametrize(
     ("name", "schema", "like", "error", "message"),
     [
-        ("bad", "(Foo x) -> Tensor", None, SchemaError, r"unrecognized type Foo"),
+        ("bad", "(Foo x) -> Tensor", None, SchemaError, r"unknown type specifier"),
         ("bad", "(Tensor x, Tensor x) -> Tensor", None, SchemaError, "two arguments are named"),
         ("bad", "other(Tensor x) -> Tensor", None, InvalidOptionError, "names the op 'other'"),
         ("bad", "(Tensor x) -> Tensor", "relu", InvalidOptionError, "--like or --schema"),
@@ -506,7 +510,7 @@ def test_new_with_a_schema_makes_it_the_first_op(tmp_path: Path) -> None:
     ]
     with pytest.raises(InvalidOptionError, match="--example or --schema"):
         ProjectSpec.parse("my-kernel", example="img2gray", schema="(Tensor x) -> Tensor")
-    with pytest.raises(SchemaError, match="unrecognized type Foo"):
+    with pytest.raises(SchemaError, match="unknown type specifier"):
         ProjectSpec.parse("my-kernel", schema="(Foo x) -> Tensor")
     with pytest.raises(InvalidNameError, match="named after the kernel.*name it in the schema"):
         ProjectSpec.parse("a-kernel-with-a-long-name", schema="(Tensor x) -> Tensor")
@@ -544,7 +548,7 @@ def test_a_project_that_starts_from_a_schema_grows_template_ops(
     ("entry", "message"),
     [
         ('{"name": "x2", "kind": "schema"}', "records no schema"),
-        ('{"name": "x2", "kind": "schema", "schema": "(Foo x) -> Tensor"}', "unrecognized type"),
+        ('{"name": "x2", "kind": "schema", "schema": "(Foo x) -> Tensor"}', "unknown type specifier"),
         ('{"name": "x2", "kind": "relu", "schema": "(Tensor x) -> Tensor"}', "takes no schema"),
     ],
 )

@@ -177,14 +177,19 @@ def parse_parts(text: str, *, where: str, dispatcher: bool = True) -> SchemaPart
             declared.append("*")
             continue
         arg = _normalise(raw, fresh)
+        if re.fullmatch(r"[^\s=]+\s*(=.*)?", raw.strip()):  # one word: a type, or a name
+            raise SchemaError(
+                f"{where}: argument '{raw}' needs a type and a name, as in 'Tensor x' or "
+                "'float eps=1e-6'."
+            )
+        if arg.rstrip().endswith("="):
+            raise SchemaError(f"{where}, argument '{raw}': give the default after '='.")
         try:
             parsed = TgArgument.parse(arg)
         except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
-            raise SchemaError(
-                f"{where}: cannot read argument '{raw}': {_tg_error(error)}."
-            ) from error
-        if " " not in arg:
-            raise SchemaError(f"{where}: argument '{raw}' has no name.")
+            # The dispatcher's reason, where it has one, says where the text went wrong.
+            reason = _dispatcher_refusal(f"f({raw}) -> ()") or _tg_error(error)
+            raise SchemaError(f"{where}: cannot read argument '{raw}': {reason}.") from error
         (keyword_only if "*" in declared else positional).append(parsed)
         declared.append(re.sub(r"\s+", " ", raw.strip()))
     if returns_text.startswith("(") and matching_paren(returns_text, 0) == len(returns_text) - 1:
@@ -212,6 +217,18 @@ def parse_parts(text: str, *, where: str, dispatcher: bool = True) -> SchemaPart
     return parts
 
 
+def _dispatcher_refusal(schema: str) -> str | None:
+    """Why the dispatcher's C++ parser refuses ``schema`` (its first line), or None."""
+    import torch  # the dispatcher's parser; only here, as torchgen.model imports no torch
+
+    try:
+        torch._C.parse_schema(schema)
+    except RuntimeError as error:
+        reason = _tg_error(error).strip().removesuffix(":").removesuffix(" here").strip()
+        return reason or "refused"
+    return None
+
+
 def check_with_dispatcher(parts: SchemaParts, text: str, where: str) -> None:
     """Raise a SchemaError for a schema torchgen reads but the dispatcher's C++ parser refuses.
 
@@ -220,23 +237,13 @@ def check_with_dispatcher(parts: SchemaParts, text: str, where: str) -> None:
     process aborts. Only a schema the dispatcher refuses is read again part by part, so that the
     message names the bad part.
     """
-    import torch  # the dispatcher's parser; only here, as torchgen.model imports no torch
-
-    def refusal(probe: str) -> str | None:
-        try:
-            torch._C.parse_schema(probe)
-        except RuntimeError as error:
-            reason = _tg_error(error).strip().removesuffix(":").removesuffix(" here").strip()
-            return reason or "refused"
-        return None
-
-    whole = refusal(f"f{text}")
+    whole = _dispatcher_refusal(f"f{text}")
     if whole is None:
         return
     probes = [("argument", a, f"f({a}) -> ()") for a in parts.written_arguments]
     probes += [("return", r, f"f() -> ({r})") for r in parts.written_returns]
     for kind, part, probe in probes:
-        reason = refusal(probe)
+        reason = _dispatcher_refusal(probe)
         if reason is None:
             continue
         non_number = re.fullmatch(r"(\S+)\s+(\w+)\s*=\s*[-+]?(inf|nan)", part)
