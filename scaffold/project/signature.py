@@ -201,9 +201,8 @@ def parse_parts(text: str, *, where: str, dispatcher: bool = True) -> SchemaPart
         try:
             (ret,) = parse_returns(_normalise(raw, fresh))
         except (AssertionError, RuntimeError, ValueError, KeyError, IndexError) as error:
-            raise SchemaError(
-                f"{where}: cannot read return '{raw}': {_tg_error(error)}."
-            ) from error
+            reason = _dispatcher_refusal(f"f() -> ({raw})") or _tg_error(error)
+            raise SchemaError(f"{where}: cannot read return '{raw}': {reason}.") from error
         returns.append(ret)
     parts = SchemaParts(
         tuple(positional),
