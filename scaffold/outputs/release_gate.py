@@ -207,8 +207,8 @@ def judge_variant(
     if status.dirty:
         problems.append(
             Problem(
-                f"{where} was built from uncommitted sources (outside git: sources changed "
-                "since the first build)",
+                f"{where} was built from uncommitted sources (in a project outside git: "
+                "from sources changed since its first build)",
                 "commit your changes, rebuild, then publish",
             )
         )
