@@ -548,7 +548,10 @@ def test_a_project_that_starts_from_a_schema_grows_template_ops(
     ("entry", "message"),
     [
         ('{"name": "x2", "kind": "schema"}', "records no schema"),
-        ('{"name": "x2", "kind": "schema", "schema": "(Foo x) -> Tensor"}', "unknown type"),
+        (
+            '{"name": "x2", "kind": "schema", "schema": "(Foo x) -> Tensor"}',
+            "unknown type specifier",
+        ),
         ('{"name": "x2", "kind": "relu", "schema": "(Tensor x) -> Tensor"}', "takes no schema"),
     ],
 )
