@@ -30,7 +30,7 @@ from scaffold.compiler import BuildReporter, BuildResult, build_project
 from scaffold.errors import ToolchainError
 from scaffold.project.buildconfig import load_build_config
 from scaffold.support.safefs import leaves_project, read_regular_text
-from scaffold.testing.pytest_plugin import BACKEND_VARIABLE, REPORT_VARIABLE, RunCounts
+from scaffold.testing.run_report import BACKEND_VARIABLE, REPORT_VARIABLE, RunCounts
 from scaffold.vocabulary import SUPPORTED_BACKENDS, TESTS_DIR
 
 #: The generated project's list of what its tests and benchmarks import (pip's format).

@@ -30,7 +30,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,12 +39,8 @@ import pytest
 
 from scaffold.errors import KscaffoldError
 from scaffold.project.buildconfig import load_build_config
+from scaffold.testing.run_report import BACKEND_VARIABLE, REPORT_VARIABLE, RunCounts
 from scaffold.vocabulary import BUILD_DIR, BUILD_TOML, SUPPORTED_BACKENDS
-
-#: The backend whose variant a run imports (``cpu``, ``cuda``); set by ``kscaffold test``.
-BACKEND_VARIABLE = "KSCAFFOLD_TEST_BACKEND"
-#: A file the plugin writes the run's :class:`RunCounts` to, as JSON.
-REPORT_VARIABLE = "KSCAFFOLD_TEST_REPORT"
 
 
 @dataclass(frozen=True)
@@ -64,21 +60,6 @@ class SuiteTarget:
             return True
         owner, slash, name = repo_id.partition("/")
         return bool(owner) and bool(slash) and name == self.kernel_name
-
-
-@dataclass
-class RunCounts:
-    """What pytest did, for ``kscaffold test``'s last line."""
-
-    variant: str | None = None
-    collected: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    skipped: int = 0
-    xfailed: int = 0
-    xpassed: int = 0
-    collection_errors: list[str] = field(default_factory=list)
 
 
 def find_project(start: Path) -> Path | None:
